@@ -1,0 +1,9 @@
+// Command batch is the Lambda function of the batch family.
+package main
+
+import (
+	"github.com/meridian-data/meridian/shared/app"
+	"github.com/meridian-data/meridian/shared/registry"
+)
+
+func main() { app.StartLambda(registry.Batch) }

@@ -1,0 +1,9 @@
+// Command bundle is the Lambda function of the bundle family.
+package main
+
+import (
+	"github.com/meridian-data/meridian/shared/app"
+	"github.com/meridian-data/meridian/shared/registry"
+)
+
+func main() { app.StartLambda(registry.Bundle) }

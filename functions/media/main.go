@@ -1,0 +1,9 @@
+// Command media is the Lambda function of the media family.
+package main
+
+import (
+	"github.com/meridian-data/meridian/shared/app"
+	"github.com/meridian-data/meridian/shared/registry"
+)
+
+func main() { app.StartLambda(registry.Media) }

@@ -1,0 +1,9 @@
+// Command sandbox is the Lambda function of the sandbox family.
+package main
+
+import (
+	"github.com/meridian-data/meridian/shared/app"
+	"github.com/meridian-data/meridian/shared/registry"
+)
+
+func main() { app.StartLambda(registry.Sandbox) }

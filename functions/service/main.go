@@ -1,0 +1,9 @@
+// Command service is the Lambda function of the service family.
+package main
+
+import (
+	"github.com/meridian-data/meridian/shared/app"
+	"github.com/meridian-data/meridian/shared/registry"
+)
+
+func main() { app.StartLambda(registry.Service) }

@@ -1,0 +1,9 @@
+// Command web is the Lambda function of the web family.
+package main
+
+import (
+	"github.com/meridian-data/meridian/shared/app"
+	"github.com/meridian-data/meridian/shared/registry"
+)
+
+func main() { app.StartLambda(registry.Web) }

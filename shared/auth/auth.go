@@ -1,0 +1,81 @@
+// Package auth reads API keys from requests (spec 5) and defines the key
+// source the pipeline authenticates against.
+package auth
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"regexp"
+	"strings"
+)
+
+// Principal is who a valid key speaks for.
+type Principal struct {
+	AccountID string
+	KeyID     string
+}
+
+// ErrUnknownKey means the key is unrecognised, revoked or deleted; all three
+// answer 401 invalid_api_key alike, so callers cannot probe key states.
+var ErrUnknownKey = errors.New("auth: unknown key")
+
+// KeySource authenticates a presented key. It must not cache positive
+// answers across requests: revocation applies on the next request.
+type KeySource interface {
+	Authenticate(ctx context.Context, key string) (Principal, error)
+}
+
+// NoKeys is the key source of a deployment without a key store: every
+// presented key is unknown.
+type NoKeys struct{}
+
+// Authenticate implements KeySource.
+func (NoKeys) Authenticate(context.Context, string) (Principal, error) {
+	return Principal{}, ErrUnknownKey
+}
+
+// keyPattern is spec 2.6: mn_ plus 43 base64url characters.
+var keyPattern = regexp.MustCompile(`^mn_[A-Za-z0-9_-]{43}$`)
+
+// WellFormed reports whether s has the shape of a Meridian key, so that
+// malformed keys are refused without a store lookup.
+func WellFormed(s string) bool { return keyPattern.MatchString(s) }
+
+// QueryKeyParam is the query parameter keys must never travel in.
+const QueryKeyParam = "api_key"
+
+// Presented is where a request's key came from.
+type Presented struct {
+	Key string
+	// FromBearer is true when the key came from Authorization: Bearer.
+	FromBearer bool
+	// BearerRefused is true when a Bearer key was sent where only x-api-key
+	// is accepted.
+	BearerRefused bool
+}
+
+// FromRequest reads the key from x-api-key, or from Authorization: Bearer
+// where bearerAllowed.
+func FromRequest(r *http.Request, bearerAllowed bool) Presented {
+	if k := strings.TrimSpace(r.Header.Get("x-api-key")); k != "" {
+		return Presented{Key: k}
+	}
+	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") || strings.TrimSpace(token) == "" {
+		return Presented{}
+	}
+	if !bearerAllowed {
+		return Presented{BearerRefused: true}
+	}
+	return Presented{Key: strings.TrimSpace(token), FromBearer: true}
+}
+
+// Hint is what logs may say about a key: its 7-character prefix and last
+// 4 characters, as stored (spec 2.6). Anything else about it stays out.
+func Hint(key string) string {
+	if !WellFormed(key) {
+		return "malformed"
+	}
+	return key[:7] + "…" + key[len(key)-4:]
+}

@@ -1,0 +1,106 @@
+package envelope
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// Credits is a credit amount; a nil *Credits marshals as null, meaning a
+// charge is pending reconciliation (spec 2.1).
+type Credits = int64
+
+// Success is the envelope of spec 2.1.
+type Success struct {
+	Success          bool     `json:"success"`
+	Platform         string   `json:"platform"`
+	Endpoint         string   `json:"endpoint"`
+	Data             any      `json:"data"`
+	CreditsUsed      *Credits `json:"credits_used"`
+	CreditsRemaining *Credits `json:"credits_remaining,omitempty"`
+	RequestID        string   `json:"request_id"`
+	Cached           bool     `json:"cached"`
+	Synthetic        bool     `json:"synthetic,omitempty"`
+	Degraded         *bool    `json:"degraded,omitempty"`
+}
+
+// ErrorBody is the inner error object of spec 2.2.
+type ErrorBody struct {
+	Type    Type           `json:"type"`
+	Message string         `json:"message"`
+	Status  int            `json:"status"`
+	DocURL  string         `json:"doc_url"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// Failure is the envelope of spec 2.2.
+type Failure struct {
+	Success          bool      `json:"success"`
+	Error            ErrorBody `json:"error"`
+	CreditsUsed      *Credits  `json:"credits_used"`
+	CreditsRemaining *Credits  `json:"credits_remaining,omitempty"`
+	RequestID        string    `json:"request_id"`
+}
+
+// Amount returns a pointer for the credit fields.
+func Amount(c Credits) *Credits { return &c }
+
+// NewFailure builds the error envelope; every failure reports credits_used 0.
+func NewFailure(e *Error, requestID, docBase string) Failure {
+	return Failure{
+		Error: ErrorBody{
+			Type:    e.Type,
+			Message: e.Message,
+			Status:  e.Status,
+			DocURL:  DocURL(docBase, e.Type),
+			Details: e.Details,
+		},
+		CreditsUsed: Amount(0),
+		RequestID:   requestID,
+	}
+}
+
+// Marshal encodes an envelope without HTML escaping, so URLs stay readable.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteJSON writes a JSON envelope with the headers every routed response
+// carries: content-type, x-request-id and the credit headers.
+func WriteJSON(w http.ResponseWriter, status int, requestID string, used *Credits, remaining *Credits, body []byte) {
+	h := w.Header()
+	h.Set("content-type", "application/json")
+	h.Set("x-request-id", requestID)
+	if used != nil {
+		h.Set("x-credits-used", strconv.FormatInt(*used, 10))
+	}
+	if remaining != nil {
+		h.Set("x-credits-remaining", strconv.FormatInt(*remaining, 10))
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// WriteError writes the error envelope for e, with e's own headers.
+func WriteError(w http.ResponseWriter, e *Error, requestID, docBase string) {
+	for name, values := range e.Header {
+		w.Header()[name] = values
+	}
+	f := NewFailure(e, requestID, docBase)
+	body, err := Marshal(f)
+	if err != nil {
+		// Details hold only plain values; this is a programming error, so
+		// fall back to the bare internal error rather than a half-written body.
+		f = NewFailure(Internal(), requestID, docBase)
+		body, _ = Marshal(f)
+		e = Internal()
+	}
+	WriteJSON(w, e.Status, requestID, f.CreditsUsed, f.CreditsRemaining, body)
+}

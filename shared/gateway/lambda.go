@@ -1,0 +1,82 @@
+// Package gateway adapts the pipeline to API Gateway HTTP API (payload
+// v2) events, for Lambda and for the local server, so that both run the
+// same conversion and local behaviour is Lambda behaviour.
+package gateway
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
+
+	"github.com/meridian-data/meridian/shared/envelope"
+)
+
+// EventHandler is a Lambda handler for API Gateway v2 events.
+type EventHandler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
+
+// Lambda wraps h with aws-lambda-go-api-proxy. Bytes that net/url refuses
+// (controls, spaces) are percent-encoded first so the pipeline, not the
+// adapter, decides what they mean; an event that still cannot become a
+// request gets a typed 400 instead of a Lambda error (which API Gateway
+// would turn into an untyped 500).
+func Lambda(h http.Handler, logger *slog.Logger, errorsURL string) EventHandler {
+	adapter := httpadapter.NewV2(h)
+	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		ev.RawPath = escapeUnsafe(ev.RawPath)
+		ev.RequestContext.HTTP.Path = escapeUnsafe(ev.RequestContext.HTTP.Path)
+		ev.RawQueryString = escapeUnsafe(ev.RawQueryString)
+		if _, err := url.Parse("https://" + ev.RequestContext.DomainName + ev.RawPath + "?" + ev.RawQueryString); err != nil || ev.RequestContext.HTTP.Method == "" {
+			return unreadable(logger, errorsURL, ev), nil
+		}
+		resp, err := adapter.ProxyWithContext(ctx, ev)
+		if err != nil {
+			return unreadable(logger, errorsURL, ev), nil
+		}
+		return resp, nil
+	}
+}
+
+// escapeUnsafe percent-encodes control bytes, spaces and DEL.
+func escapeUnsafe(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c == 0x7f {
+			b.WriteString("%" + strings.ToUpper(string("0123456789abcdef"[c>>4])+string("0123456789abcdef"[c&15])))
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func unreadable(logger *slog.Logger, errorsURL string, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
+	if errorsURL == "" {
+		errorsURL = envelope.ErrorsReference("https", ev.RequestContext.DomainName)
+	}
+	resp, id := typedResponse(envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
+		"The request could not be read.", map[string]any{"reason": "malformed_request"}), errorsURL)
+	if logger != nil {
+		logger.Info("request", "request_id", id, "status", resp.StatusCode, "error_type", string(envelope.InvalidParameters))
+	}
+	return resp
+}
+
+// typedResponse is an error envelope answered before the pipeline runs.
+func typedResponse(e *envelope.Error, errorsURL string) (events.APIGatewayV2HTTPResponse, string) {
+	id := envelope.NewRequestID()
+	body, _ := envelope.Marshal(envelope.NewFailure(e, id, errorsURL))
+	return events.APIGatewayV2HTTPResponse{
+		StatusCode: e.Status,
+		Headers:    map[string]string{"content-type": "application/json", "x-request-id": id, "x-credits-used": "0"},
+		Body:       string(body),
+	}, id
+}

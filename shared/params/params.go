@@ -1,0 +1,444 @@
+// Package params validates a request's query against its endpoint's
+// declared parameters (spec part 7, INVALID_PARAMETERS) and produces the
+// canonical parameter set that the cache and upstreams see.
+package params
+
+import (
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/registry"
+)
+
+const (
+	// MaxQueryBytes bounds the raw query string (API Gateway's own request
+	// line limit is 10 KiB).
+	MaxQueryBytes = 8 << 10
+	// MaxValueLength is the length cap of a value whose parameter sets none.
+	MaxValueLength = 2048
+	// maxEchoed bounds how many unknown names an error lists.
+	maxEchoed = 20
+)
+
+// Plain decimal notation only: no hex, exponents, infinities or NaN.
+var (
+	integerPattern = regexp.MustCompile(`^[+-]?[0-9]{1,18}$`)
+	decimalPattern = regexp.MustCompile(`^[+-]?[0-9]{1,18}(\.[0-9]{1,18})?$`)
+)
+
+// Query is a parsed query string.
+type Query = url.Values
+
+// Parse reads a raw query string. A query over MaxQueryBytes or one that
+// is not valid form encoding is a 400; the values parsed so far are still
+// returned so authentication can see an api_key in a malformed query.
+func Parse(raw string) (Query, *envelope.Error) {
+	if len(raw) > MaxQueryBytes {
+		return url.Values{}, envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
+			"The query string is too long.",
+			map[string]any{"reason": "query_too_long", "max_bytes": MaxQueryBytes})
+	}
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return q, envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
+			"The query string is not valid form encoding (check percent-escapes and separators).",
+			map[string]any{"reason": "malformed_query"})
+	}
+	return q, nil
+}
+
+// Result is a validated request.
+type Result struct {
+	// Values maps canonical names to canonical values, defaults applied,
+	// aliases folded; dry_run is not among them.
+	Values map[string]string
+	DryRun bool
+}
+
+// CacheKey is the canonical query: equivalent spellings share it.
+func (r Result) CacheKey() string {
+	v := url.Values{}
+	for k, val := range r.Values {
+		v.Set(k, val)
+	}
+	return v.Encode()
+}
+
+// Validate checks q and the identifiers lifted from the path against e.
+// Undeclared names are refused first (400), then missing required
+// parameters (422, details.missing), then bad values (422 naming the field).
+func Validate(e *registry.Endpoint, q Query, pathParams map[string]string) (Result, *envelope.Error) {
+	if err := checkNames(e, q); err != nil {
+		return Result{}, err
+	}
+	supplied, err := gather(e, q, pathParams)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := checkRequired(e, supplied); err != nil {
+		return Result{}, err
+	}
+	res := Result{Values: map[string]string{}}
+	var problems []map[string]any
+	for _, p := range e.Accepted() {
+		s, ok := supplied[p.Name]
+		if !ok {
+			if p.Default != "" {
+				res.Values[p.Name] = p.Default
+			}
+			continue
+		}
+		canonical, problem := check(p, s.value)
+		if problem != nil {
+			problem["field"] = s.name
+			problems = append(problems, problem)
+			continue
+		}
+		if p.Name == "dry_run" {
+			res.DryRun = canonical == "true"
+			continue
+		}
+		res.Values[p.Name] = canonical
+	}
+	if len(problems) == 0 {
+		problems = checkOrder(e, res.Values)
+	}
+	if len(problems) > 0 {
+		return Result{}, invalidValues(problems)
+	}
+	return res, nil
+}
+
+// suppliedValue is a parameter's value and the name the caller used for it.
+type suppliedValue struct {
+	name, value string
+}
+
+func checkNames(e *registry.Endpoint, q Query) *envelope.Error {
+	var unknown []string
+	for name, values := range q {
+		if _, ok := e.Lookup(name); ok {
+			continue
+		}
+		if allEmpty(values) {
+			continue // an empty undeclared value counts as omitted
+		}
+		unknown = append(unknown, name)
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	accepted := acceptedNames(e)
+	suggestions := map[string]string{}
+	for _, name := range unknown {
+		if s, ok := suggest(name, accepted); ok {
+			suggestions[echo(name)] = s
+		}
+	}
+	echoed := make([]string, 0, min(len(unknown), maxEchoed))
+	for _, name := range unknown[:min(len(unknown), maxEchoed)] {
+		echoed = append(echoed, echo(name))
+	}
+	details := map[string]any{
+		"unknown_parameters":  echoed,
+		"accepted_parameters": accepted,
+	}
+	if len(suggestions) > 0 {
+		details["suggestions"] = suggestions
+	}
+	msg := "Unknown parameter " + strconv.Quote(echo(unknown[0])) + "."
+	if len(unknown) > 1 {
+		msg = strconv.Itoa(len(unknown)) + " unknown parameters."
+	}
+	if s, ok := suggestions[echo(unknown[0])]; ok {
+		msg += " Did you mean " + strconv.Quote(s) + "?"
+	}
+	return envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
+		msg+" See details.accepted_parameters.", details)
+}
+
+func acceptedNames(e *registry.Endpoint) []string {
+	var names []string
+	for _, p := range e.Accepted() {
+		names = append(names, p.Name)
+		names = append(names, p.Aliases...)
+	}
+	return names
+}
+
+// gather picks each parameter's value: the canonical name first, then its
+// aliases in precedence order, then an identifier lifted from the path.
+func gather(e *registry.Endpoint, q Query, pathParams map[string]string) (map[string]suppliedValue, *envelope.Error) {
+	supplied := map[string]suppliedValue{}
+	for _, p := range e.Accepted() {
+		for _, name := range append([]string{p.Name}, p.Aliases...) {
+			values := q[name]
+			if len(values) > 1 {
+				return nil, invalidValues([]map[string]any{{
+					"field": name, "reason": "repeated",
+					"message": name + " was sent more than once; send it once (lists are comma-separated).",
+				}})
+			}
+			if _, done := supplied[p.Name]; done || len(values) == 0 || strings.TrimSpace(values[0]) == "" {
+				continue
+			}
+			supplied[p.Name] = suppliedValue{name, values[0]}
+		}
+		if fromPath, ok := pathParams[p.Name]; ok {
+			if s, ok := supplied[p.Name]; ok && s.value != fromPath {
+				return nil, invalidValues([]map[string]any{{
+					"field": s.name, "reason": "conflicts_with_path",
+					"message": s.name + " in the query differs from the identifier in the path.",
+				}})
+			}
+			supplied[p.Name] = suppliedValue{p.Name, fromPath}
+		}
+	}
+	return supplied, nil
+}
+
+func checkRequired(e *registry.Endpoint, supplied map[string]suppliedValue) *envelope.Error {
+	var missing []string
+	for _, p := range e.Accepted() {
+		if _, ok := supplied[p.Name]; ok {
+			continue
+		}
+		cond := p.RequiredWhen
+		if p.Required || (cond[0] != "" && supplied[cond[0]].value == cond[1]) {
+			missing = append(missing, p.Name)
+		}
+	}
+	var oneOf [][]string
+	for _, group := range e.AnyOf {
+		found := false
+		for _, name := range group {
+			if _, ok := supplied[name]; ok {
+				found = true
+			}
+		}
+		if !found {
+			oneOf = append(oneOf, group)
+			missing = append(missing, group...)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	details := map[string]any{"missing": missing}
+	msg := "Missing required parameter " + strconv.Quote(missing[0]) + "."
+	if len(oneOf) > 0 {
+		details["one_of"] = oneOf
+		msg = "Send at least one of " + strings.Join(oneOf[0], ", ") + "."
+	} else if len(missing) > 1 {
+		msg = "Missing required parameters: " + strings.Join(missing, ", ") + "."
+	}
+	return envelope.New(envelope.InvalidParameters, http.StatusUnprocessableEntity, msg, details)
+}
+
+func invalidValues(problems []map[string]any) *envelope.Error {
+	first := problems[0]
+	details := map[string]any{}
+	for k, v := range first {
+		if k != "message" {
+			details[k] = v
+		}
+	}
+	if len(problems) > 1 {
+		details["errors"] = problems
+	}
+	msg, _ := first["message"].(string)
+	return envelope.New(envelope.InvalidParameters, http.StatusUnprocessableEntity, msg, details)
+}
+
+// check validates one value and returns its canonical form.
+func check(p *registry.Param, raw string) (string, map[string]any) {
+	v := strings.TrimSpace(raw)
+	if !utf8.ValidString(v) {
+		return "", problem("invalid_encoding", p.Name+" must be valid UTF-8.")
+	}
+	if strings.IndexFunc(v, unicode.IsControl) >= 0 {
+		return "", problem("invalid_characters", p.Name+" must not contain control characters.")
+	}
+	limit := p.MaxLength
+	if limit == 0 {
+		limit = MaxValueLength
+	}
+	if n := utf8.RuneCountInString(v); n > limit {
+		pr := problem("too_long", p.Name+" is longer than "+strconv.Itoa(limit)+" characters.")
+		pr["max_length"] = limit
+		return "", pr
+	}
+	if p.Type != registry.List {
+		return checkScalar(p, p.Type, v)
+	}
+	var items []string
+	for _, item := range strings.Split(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		c, pr := checkScalar(p, p.Item, item)
+		if pr != nil {
+			pr["value"] = echo(item)
+			return "", pr
+		}
+		items = append(items, c)
+	}
+	if len(items) == 0 {
+		return "", problem("empty_list", p.Name+" must list at least one value.")
+	}
+	return strings.Join(items, ","), nil
+}
+
+func checkScalar(p *registry.Param, t registry.ParamType, v string) (string, map[string]any) {
+	switch t {
+	case registry.Integer, registry.Number:
+		pattern, kind := decimalPattern, "a number"
+		if t == registry.Integer {
+			pattern, kind = integerPattern, "an integer"
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if !pattern.MatchString(v) || err != nil {
+			pr := problem("invalid_type", p.Name+" must be "+kind+".")
+			pr["expected"] = string(t)
+			return "", pr
+		}
+		if len(p.Enum) > 0 {
+			for _, allowed := range p.Enum {
+				if a, _ := strconv.ParseFloat(allowed, 64); a == f {
+					return allowed, nil
+				}
+			}
+			return "", notAllowed(p)
+		}
+		if (p.Min != nil && f < *p.Min) || (p.Max != nil && f > *p.Max) {
+			return "", outOfRange(p)
+		}
+		return strconv.FormatFloat(f, 'f', -1, 64), nil
+	case registry.Boolean:
+		switch strings.ToLower(v) {
+		case "1", "true", "yes", "on":
+			return "true", nil
+		case "0", "false", "no", "off":
+			return "false", nil
+		}
+		pr := problem("invalid_type", p.Name+" must be a flag: 1, true, yes or on; 0, false, no or off.")
+		pr["expected"] = "boolean"
+		return "", pr
+	case registry.Date:
+		d, err := time.Parse(time.DateOnly, v)
+		if err != nil {
+			pr := problem("invalid_date", p.Name+" must be a date in the form YYYY-MM-DD.")
+			pr["expected"] = "YYYY-MM-DD"
+			return "", pr
+		}
+		return d.Format(time.DateOnly), nil
+	case registry.URL:
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+			pr := problem("invalid_url", p.Name+" must be an absolute http or https URL.")
+			pr["expected"] = "url"
+			return "", pr
+		}
+		return v, nil
+	}
+	if re := p.Compiled(); re != nil && !re.MatchString(v) {
+		pr := problem("invalid_format", p.Name+" must be "+p.PatternHint+".")
+		pr["expected"] = p.PatternHint
+		return "", pr
+	}
+	if len(p.Enum) > 0 {
+		for _, allowed := range p.Enum {
+			if v == allowed {
+				return v, nil
+			}
+		}
+		return "", notAllowed(p)
+	}
+	return v, nil
+}
+
+func problem(reason, message string) map[string]any {
+	return map[string]any{"reason": reason, "message": message}
+}
+
+func notAllowed(p *registry.Param) map[string]any {
+	pr := problem("not_allowed", p.Name+" must be one of: "+strings.Join(p.Enum, ", ")+".")
+	pr["allowed"] = p.Enum
+	return pr
+}
+
+func outOfRange(p *registry.Param) map[string]any {
+	msg := p.Name + " is out of range"
+	pr := problem("out_of_range", "")
+	if p.Min != nil {
+		pr["min"] = *p.Min
+		msg += "; minimum " + strconv.FormatFloat(*p.Min, 'f', -1, 64)
+	}
+	if p.Max != nil {
+		pr["max"] = *p.Max
+		msg += "; maximum " + strconv.FormatFloat(*p.Max, 'f', -1, 64)
+	}
+	pr["message"] = msg + "."
+	return pr
+}
+
+func checkOrder(e *registry.Endpoint, values map[string]string) []map[string]any {
+	for _, o := range e.Ordered {
+		low, okLow := values[o.Low]
+		high, okHigh := values[o.High]
+		if !okLow || !okHigh {
+			continue
+		}
+		var backwards bool
+		lf, errL := strconv.ParseFloat(low, 64)
+		hf, errH := strconv.ParseFloat(high, 64)
+		if errL == nil && errH == nil {
+			backwards = lf > hf || (o.Strict && lf == hf)
+		} else { // dates in YYYY-MM-DD order as strings
+			backwards = low > high || (o.Strict && low == high)
+		}
+		if backwards {
+			rel := "on or after"
+			if o.Strict {
+				rel = "after"
+			}
+			pr := problem("out_of_order", o.High+" must be "+rel+" "+o.Low+".")
+			pr["field"] = o.High
+			pr["after"] = o.Low
+			return []map[string]any{pr}
+		}
+	}
+	return nil
+}
+
+func allEmpty(values []string) bool {
+	for _, v := range values {
+		if v != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// echo bounds a caller-supplied name before it goes into a response.
+func echo(s string) string {
+	const limit = 100
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

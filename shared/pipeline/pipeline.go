@@ -1,0 +1,210 @@
+// Package pipeline is Meridian's request pipeline: one http.Handler that
+// every Lambda function and the local server run. It resolves the path,
+// authenticates, validates and dispatches, and writes every answer in the
+// envelopes of spec 2.1 and 2.2.
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/meridian-data/meridian/shared/auth"
+	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/params"
+	"github.com/meridian-data/meridian/shared/registry"
+)
+
+// Call is a resolved, authenticated and validated request.
+type Call struct {
+	RequestID string
+	Endpoint  *registry.Endpoint
+	Params    params.Result
+	Principal auth.Principal
+	// Sandbox is true for /sandbox calls: free and synthetic.
+	Sandbox bool
+	Request *http.Request
+}
+
+// Handler serves one endpoint after the pipeline has admitted the call.
+// It returns the data object of the success envelope, or a typed error.
+type Handler func(ctx context.Context, c *Call) (any, *envelope.Error)
+
+// Config wires a pipeline.
+type Config struct {
+	Registry *registry.Registry
+	// Family is the function this pipeline runs in; requests that the route
+	// table gives to another family are refused. Empty serves all families.
+	Family registry.Family
+	Keys   auth.KeySource
+	// ErrorsURL is the errors reference that doc_url anchors into. Empty
+	// derives {proto}://{host}/docs/errors from the request.
+	ErrorsURL string
+	Logger    *slog.Logger
+	// Handlers serve endpoints by key (platform/id). A data endpoint with no
+	// handler has no eligible route and answers 501 ENDPOINT_NOT_AVAILABLE.
+	Handlers map[string]Handler
+	Now      func() time.Time
+}
+
+// Pipeline is the http.Handler built from a Config.
+type Pipeline struct {
+	cfg    Config
+	routes []registry.Route
+}
+
+// New builds a pipeline; built-in handlers (the API and platform indexes)
+// are added to cfg.Handlers unless already set.
+func New(cfg Config) *Pipeline {
+	if cfg.Keys == nil {
+		cfg.Keys = auth.NoKeys{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	handlers := map[string]Handler{}
+	for _, e := range cfg.Registry.Endpoints() {
+		if e.Kind == registry.ServiceOwned && e.ID == "" && e.Platform != "batch" && e.Platform != "status" {
+			handlers[e.Key()] = indexHandler(cfg.Registry)
+		}
+	}
+	for k, h := range cfg.Handlers {
+		handlers[k] = h
+	}
+	cfg.Handlers = handlers
+	return &Pipeline{cfg: cfg, routes: cfg.Registry.Routes()}
+}
+
+// exchange is one request in flight: what the log line and the envelope need.
+type exchange struct {
+	w         *statusWriter
+	r         *http.Request
+	requestID string
+	docBase   string
+	endpoint  *registry.Endpoint
+	errType   envelope.Type
+}
+
+func (p *Pipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := p.cfg.Now()
+	x := &exchange{w: &statusWriter{ResponseWriter: w}, r: r, requestID: envelope.NewRequestID()}
+	x.docBase = p.errorsURL(r)
+	w.Header().Set("x-request-id", x.requestID)
+	defer func() {
+		if v := recover(); v != nil {
+			p.cfg.Logger.Error("panic", "request_id", x.requestID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			if !x.w.wrote {
+				x.fail(envelope.Internal())
+			}
+		}
+		p.logRequest(x, start)
+	}()
+	p.route(x)
+}
+
+// route sends a request to the part of the pipeline that owns its path.
+func (p *Pipeline) route(x *exchange) {
+	path := x.r.URL.EscapedPath()
+	owner := registry.MatchRoute(p.routes, x.r.Method, path).Family
+	if p.cfg.Family != "" && owner != p.cfg.Family {
+		p.cfg.Logger.Warn("misrouted request", "request_id", x.requestID, "family", p.cfg.Family, "owner", owner)
+		x.fail(registry.PathNotFound(path))
+		return
+	}
+	switch {
+	case path == "/v1" || strings.HasPrefix(path, "/v1/"):
+		p.serveAPI(x, path, false)
+	case path == "/sandbox" || strings.HasPrefix(path, "/sandbox/"):
+		p.serveAPI(x, "/v1"+strings.TrimPrefix(path, "/sandbox"), true)
+	case path == "/docs/errors" && x.r.Method == http.MethodGet:
+		serveErrorsReference(x.w)
+	case path == "/openapi.json" || path == "/openapi.yaml" || path == "/mcp":
+		x.fail(envelope.New(envelope.EndpointNotAvailable, http.StatusNotImplemented,
+			"This surface is not available in this deployment yet.", nil))
+	default:
+		x.fail(registry.PathNotFound(path))
+	}
+}
+
+func (x *exchange) fail(e *envelope.Error) {
+	x.errType = e.Type
+	envelope.WriteError(x.w, e, x.requestID, x.docBase)
+}
+
+// errorsURL is the configured errors reference, or this deployment's own
+// /docs/errors page as the caller reached it.
+func (p *Pipeline) errorsURL(r *http.Request) string {
+	if p.cfg.ErrorsURL != "" {
+		return p.cfg.ErrorsURL
+	}
+	proto := strings.ToLower(strings.TrimSpace(strings.Split(r.Header.Get("x-forwarded-proto"), ",")[0]))
+	if proto != "http" && proto != "https" {
+		proto = r.URL.Scheme
+	}
+	if proto == "" {
+		proto = "http"
+	}
+	host := r.Host
+	if host == "" {
+		host = r.URL.Host
+	}
+	return envelope.ErrorsReference(proto, host)
+}
+
+func (p *Pipeline) logRequest(x *exchange, start time.Time) {
+	attrs := []any{
+		"request_id", x.requestID,
+		"method", x.r.Method,
+		"path", logPath(x.r.URL.EscapedPath()),
+		"status", x.w.status,
+		"duration_ms", float64(p.cfg.Now().Sub(start).Microseconds()) / 1000,
+	}
+	if p.cfg.Family != "" {
+		attrs = append(attrs, "family", string(p.cfg.Family))
+	}
+	if x.endpoint != nil {
+		attrs = append(attrs, "endpoint", x.endpoint.Path())
+	}
+	if x.errType != "" {
+		attrs = append(attrs, "error_type", string(x.errType))
+	}
+	p.cfg.Logger.Info("request", attrs...)
+}
+
+// logPath bounds the logged path; the query string is never logged, since
+// it may carry a key a caller put there by mistake.
+func logPath(p string) string {
+	if len(p) > 256 {
+		return p[:256] + "…"
+	}
+	return p
+}
+
+// statusWriter remembers the status for the log line.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.wrote {
+		return
+	}
+	s.status, s.wrote = code, true
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if !s.wrote {
+		s.WriteHeader(http.StatusOK)
+	}
+	return s.ResponseWriter.Write(b)
+}

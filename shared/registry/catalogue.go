@@ -1,0 +1,550 @@
+package registry
+
+import (
+	"sort"
+	"sync"
+)
+
+// The declarations below follow spec 4.2, 4.3, 4.6 and 4.7 parameter for
+// parameter. Operations the spec names without details (Origin SpecNamed)
+// carry a Decision saying what their upstream needs; ARCHITECTURE.md
+// collects those choices.
+
+var profilePlatforms = []string{"photo_social", "short_video_a", "microblog_a", "microblog_b", "microblog_c", "social_a", "professional_network", "video_platform", "code_host"}
+
+var commerce = []Endpoint{
+	{
+		Platform: "marketplace_a", ID: "search", Family: Commerce, Kind: Data, Cost: 3, Origin: SpecListed,
+		Name: "Marketplace A product search", Description: "Search products on global consumer marketplace A; 20 results per page.",
+		Params: []Param{
+			queryParam,
+			pageParam.Ex(""),
+			P("sort", String, "A sort id from the response's sorts list.").Len(100),
+			P("category_id", String, "Category id from a categories endpoint.").Len(100),
+			P("min_price", Number, "Lowest price.").AtLeast(0),
+			P("max_price", Number, "Highest price.").AtLeast(0),
+			countryParam.Named("ship_from", "Country the item ships from (two-letter code)."),
+			countryParam.Named("region", "Storefront country (two-letter code)."),
+			currencyParam,
+			localeParam.Named("language", "Storefront locale, e.g. en_US.").Ex("en_US"),
+		},
+		Ordered: []Order{{Low: "min_price", High: "max_price"}},
+	},
+	{
+		Platform: "marketplace_a", ID: "similar", Family: Commerce, Kind: Data, Cost: 3, Origin: SpecListed, LimitedCapacity: true,
+		Name: "Marketplace A similar products", Description: "Products similar to a given product or query. Limited capacity: availability depends on small shared monthly allowances.",
+		Params: []Param{
+			P("product_id", String, "Product id or product URL.").Len(2048).Ex("1005006123456789"),
+			P("query", String, "Search text, when no product_id is given.").Len(500),
+			countryParam.Named("country", "Ship-to country (two-letter code)."),
+			currencyParam,
+		},
+		AnyOf: [][]string{{"product_id", "query"}},
+	},
+	{
+		Platform: "retailer_a", ID: "search", Family: Commerce, Kind: Data, Cost: 3, Origin: SpecListed,
+		Name: "Retailer A product search", Description: "Search the department-store retailer's catalogue.",
+		Params: []Param{
+			queryParam.Ex("winter coat"),
+			pageParam.Ex(""),
+			P("limit", Integer, "Results per page, 1-120 (the source may return fewer).").Range(1, 120).Def("120"),
+			P("sort", String, "A sort id from the response's sorts list.").Len(100),
+		},
+	},
+	{
+		Platform: "craft_market", ID: "reviews", Family: Commerce, Kind: Data, Cost: 4, Origin: SpecListed,
+		Name: "Craft market reviews", Description: "Reviews of a handmade-goods listing or its shop; 8 per page.",
+		Params: []Param{
+			P("id", String, "Listing id or listing URL.").Req().Len(2048).Ex("1234567890"),
+			pageParam.Ex(""),
+			P("scope", String, "Reviews of the listing or of the whole shop.").OneOf("listing", "shop"),
+			P("sort", String, "Review order.").OneOf("relevancy", "recency", "highest", "lowest"),
+			P("rating", Integer, "Only reviews with this star rating.").Range(1, 5),
+		},
+	},
+	{
+		Platform: "marketplace_b", ID: "deals", Family: Commerce, Kind: Data, Cost: 5, Origin: SpecListed,
+		Name: "Marketplace B deals", Description: "Current deals on global consumer marketplace B.",
+		Params: []Param{
+			countryParam.Named("country", "Marketplace country (two-letter code).").Def("GB").Ex("GB"),
+			P("categories", List, "Comma-separated category filters.").Len(1000),
+			P("brands", List, "Comma-separated brand filters.").Len(1000),
+			cursorParam.Named("cursor", "Offset from the previous page's cursor; pass it back unchanged."),
+		},
+	},
+	{
+		Platform: "marketplace_b", ID: "shop", Family: Commerce, Kind: Data, Cost: 14, Origin: SpecListed,
+		Name: "Marketplace B shop", Description: "A creator storefront: its posts and products.",
+		Params: []Param{
+			P("url", String, "Shop page URL or shop name.").Req().Len(2048).Ex("example-shop"),
+			countryParam.Named("country", "Marketplace country (two-letter code)."),
+		},
+	},
+	{
+		Platform: "shopping_comparison", ID: "product", Family: Commerce, Kind: Data, Cost: 3, Origin: SpecListed,
+		Name: "Shopping comparison product", Description: "One product with specifications, retailers and instalment terms.",
+		Params: []Param{
+			P("id", String, "Product id as returned by search.").Req().Len(200).Ex("123456"),
+			P("category", String, "Category as returned by search.").Req().Len(200).Ex("laptops"),
+			P("region", String, "Catalogue region.").Len(20).Ex("us"),
+		},
+	},
+}
+
+var knowledge = []Endpoint{
+	{
+		Platform: "company_registry", ID: "search", Family: Knowledge, Kind: Data, Cost: 1, Origin: SpecListed,
+		Name: "Company register search", Description: "Search the national company register by name or company number.",
+		Params: []Param{
+			P("query", String, "Company name or number.").Req().Len(500).Ex("acme"),
+			P("limit", Integer, "Rows per page, 1-100.").Range(1, 100).Def("20"),
+			cursorParam,
+		},
+	},
+	{
+		Platform: "qa_site", ID: "question", Family: Knowledge, Kind: Data, Cost: 2, Origin: SpecListed,
+		Name: "Q&A question", Description: "A question page with its answers, topics and related questions.",
+		Params: []Param{P("url", URL, "Question page URL.").Req().Ex("https://qa.example.com/What-is-a-good-question")},
+	},
+	{
+		Platform: "code_host", ID: "profile", Family: Knowledge, Kind: Data, Cost: 1, Origin: SpecNamed,
+		Name: "Code host profile", Description: "A public user or organisation profile on the code host.",
+		Params:   []Param{codeHandle.Req()},
+		Decision: "The code host's public users API needs only the login; logins are 1-39 letters, digits or single hyphens.",
+	},
+	{
+		Platform: "code_host", ID: "profile/repos", Family: Knowledge, Kind: Data, Cost: 1, Origin: SpecNamed,
+		Name: "Code host repositories", Description: "Public repositories of a user or organisation.",
+		Params: []Param{
+			codeHandle.Req(),
+			P("limit", Integer, "Repositories per page, 1-100.").Range(1, 100).Def("30"),
+			cursorParam,
+		},
+		Decision: "Spec names handle, limit and cursor. The upstream pages by page number and caps pages at 100, so limit is 1-100 (its default of 30) and cursor carries the next page.",
+	},
+	{
+		Platform: "code_host", ID: "repo/issues", Family: Knowledge, Kind: Data, Cost: 1, Origin: SpecNamed,
+		Name: "Code host repository issues", Description: "Issues of a public repository.",
+		Params: []Param{
+			P("repo", String, "Repository as owner/name.").Req().Match(`[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}`, "owner/name, e.g. golang/go").Ex("golang/go"),
+			P("state", String, "Issue state.").OneOf("open", "closed", "all").Def("open"),
+			P("labels", List, "Comma-separated label names; issues must carry all of them.").Len(500),
+			P("sort", String, "Order of issues.").OneOf("created", "updated", "comments"),
+			P("limit", Integer, "Issues per page, 1-100.").Range(1, 100).Def("30"),
+			cursorParam,
+		},
+		Decision: "The upstream issues API is addressed by owner and repository, so one repo=owner/name parameter; state, labels and sort are its documented filters; pages of at most 100.",
+	},
+}
+
+var codeHandle = P("handle", String, "User or organisation login.").Match(`[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})`, "a login of letters, digits and hyphens, at most 39 characters").Ex("golang")
+
+var social = []Endpoint{
+	{
+		Platform: "photo_social", ID: "post-stats", Family: Social, Kind: Data, Cost: 5, Origin: SpecListed,
+		Name: "Photo social post stats", Description: "Public counters of a post or reel (not private creator analytics). A fresh lookup costs at least 5.",
+		Params: []Param{P("url", URL, "Public post or reel URL.").Req().Ex("https://photos.example.com/p/ABC123/")},
+	},
+	{
+		Platform: "microblog_a", ID: "search", Family: Social, Kind: Data, Cost: 3, Origin: SpecListed, AI: true,
+		Name: "Microblog A post search", Description: "Search posts on the decentralised microblog network.",
+		Params: []Param{
+			queryParam.Ex("golang"),
+			P("limit", Integer, "Posts per page, 1-100.").Range(1, 100),
+			P("sort", String, "Ranking.").OneOf("top", "latest"),
+			cursorParam,
+		},
+	},
+	{
+		Platform: "microblog_a", ID: "profile", Family: Social, Kind: Data, Cost: 1, Origin: SpecNamed,
+		Name: "Microblog A profile", Description: "A public profile on the decentralised microblog network.",
+		Params:   []Param{P("handle", String, "Handle (e.g. alice.example.com) or DID, without a leading @.").Req().Match(`[^@\s][^\s]*`, "a handle or DID without a leading @").Len(253).Ex("alice.example.com")},
+		Decision: "The network's public profile lookup takes one actor: a domain handle or a DID, so handle is the only parameter.",
+	},
+	{
+		Platform: "microblog_b", ID: "search-posts", Family: Social, Kind: Data, Cost: 1, Origin: SpecListed, AI: true,
+		Name: "Microblog B post search", Description: "Search posts on microblog B; source operators (from, to, language, minimum likes, exact phrase, exclusion) work in query.",
+		Params: []Param{
+			P("query", String, "Search text with source operators.").Req().Len(500).Ex("from:example golang"),
+			P("mode", String, "Latest or top posts.").OneOf("latest", "top").Def("latest").Alias("sort", "sort_by"),
+			cursorParam,
+			dateParam("from_date", "Earliest post date (YYYY-MM-DD)."),
+			dateParam("to_date", "Latest post date (YYYY-MM-DD)."),
+			P("include_reposts", Boolean, "true or false; set it explicitly and keep it across pages."),
+		},
+		Ordered: []Order{{Low: "from_date", High: "to_date"}},
+	},
+	{
+		Platform: "microblog_b", ID: "search-tweets", Family: Social, Kind: Data, Cost: 1, Origin: Derived,
+		Name: "Microblog B post search (old path)", Description: "Retired: the branded path of post search.",
+		RetiredFor: "/v1/microblog_b/search-posts",
+	},
+	{
+		Platform: "microblog_b", ID: "profile", Family: Social, Kind: Data, Cost: 2, Origin: SpecListed, AI: true,
+		Name: "Microblog B profile", Description: "A public profile on microblog B.",
+		Params: []Param{handleParam.Req().Ex("example")},
+	},
+	{
+		Platform: "social_a", ID: "search-people", Family: Social, Kind: Data, Cost: 12, Origin: SpecListed, AI: true,
+		Name: "Social A people search", Description: "Ranked people search (not substring match) on the large general social network.",
+		Params: []Param{queryParam.Ex("Jane Doe"), cursorParam},
+	},
+	{
+		Platform: "social_a", ID: "event", Family: Social, Kind: Data, Cost: 2, Origin: SpecListed, GetParam: "id",
+		Name: "Social A event", Description: "One public event in full; also at /v1/social_a/event/{id}.",
+		Params: []Param{
+			P("id", String, "Event id.").Match("[0-9]{1,30}", "a numeric event id").Ex("1234567890"),
+			P("url", URL, "Event page URL.").Ex("https://social.example.com/events/1234567890/"),
+		},
+		AnyOf: [][]string{{"id", "url"}},
+	},
+	{
+		Platform: "social_a", ID: "events-search", Family: Social, Kind: Data, Cost: 2, Origin: SpecListed, AI: true,
+		Name: "Social A event search", Description: "Search public events; timing and place are read with social_a/event.",
+		Params: []Param{queryParam.Ex("jazz festival"), cursorParam},
+	},
+	{
+		Platform: "professional_network", ID: "search-people", Family: Social, Kind: Data, Cost: 8, Origin: SpecListed, AI: true,
+		Name: "Professional network people search", Description: "Search people by name or by a people-search URL.",
+		Params: []Param{
+			P("query", String, "A person's name.").Len(500).Ex("Jane Doe"),
+			P("search_url", URL, "People-search URL with keywords; single selected location, company, school, industry and language filters only."),
+			P("title", String, "Job title.").Len(200),
+			P("location", String, "Location id from professional_network/locations.").Len(100).Alias("geocode_location"),
+			P("current_company", String, "Current company.").Len(200),
+			P("past_company", String, "Past company.").Len(200),
+			P("school", String, "School id from professional_network/schools.").Len(100),
+			P("industry", String, "Industry id from professional_network/industries.").Len(100),
+			pageParam.Ex(""),
+		},
+		AnyOf: [][]string{{"query", "search_url"}},
+	},
+	lookup("professional_network", "locations", Social, "Professional network location lookup", "Location ids for the location filter of search-people.", "Berlin",
+		"The people-search location filter takes a geographic id; the site's typeahead maps text to ids, so query (text) and limit."),
+	lookup("professional_network", "schools", Social, "Professional network school lookup", "School ids for the school filter of search-people.", "Stanford",
+		"The school filter takes a school id; the site's typeahead maps text to ids, so query (text) and limit."),
+	lookup("professional_network", "industries", Social, "Professional network industry lookup", "Industry ids for the industry filter of search-people.", "software",
+		"The industry filter takes an industry id; the site's typeahead maps text to ids, so query (text) and limit."),
+}
+
+// lookup declares a text-to-id typeahead operation the spec names only.
+func lookup(platform, id string, f Family, name, description, example, decision string) Endpoint {
+	return Endpoint{
+		Platform: platform, ID: id, Family: f, Kind: Data, Cost: 1, Origin: SpecNamed,
+		Name: name, Description: description, Decision: decision,
+		Params: []Param{
+			P("query", String, "Text to look up.").Req().Len(200).Ex(example),
+			P("limit", Integer, "Rows, 1-50.").Range(1, 50).Def("10"),
+		},
+	}
+}
+
+var media = []Endpoint{
+	{
+		Platform: "video_platform", ID: "search", Family: Media, Kind: Data, Cost: 1, Origin: SpecListed,
+		Name: "Video platform search", Description: "Search videos, channels and playlists.",
+		Params: []Param{
+			queryParam.Ex("go concurrency"),
+			P("type", List, "Result types, comma-separable.").OneOf("video", "channel", "playlist"),
+			P("sortBy", String, "Result order.").OneOf("relevance", "date", "rating", "title", "views"),
+			P("duration", String, "Video length; forces video results.").OneOf("short", "medium", "long"),
+			P("uploadDate", String, "Upload window.").OneOf("hour", "today", "week", "month", "year"),
+			countryParam.Named("region", "Region (ISO 3166-1 alpha-2 code)."),
+			P("max_results", Integer, "Results per page, at most 50.").Range(1, 50),
+			cursorParam.Named("cursor", "Opaque page token from the previous response."),
+		},
+	},
+}
+
+var apps = []Endpoint{
+	{
+		Platform: "app_store_a", ID: "app-info", Family: Apps, Kind: Data, Cost: 1, Origin: SpecListed,
+		Name: "App store A app info", Description: "One app's store record: developer, price, rating, version and size.",
+		Params: []Param{
+			P("app_id", String, "Numeric track id or bundle id.").Req().Match(`[0-9]{1,20}|[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)+`, "a numeric track id or a bundle id such as com.example.app").Ex("284882215"),
+			countryParam.Named("country", "Store country (two-letter code).").Def("us"),
+			P("language", String, "Store language in the form en_us.").Match("[A-Za-z]{2}_[A-Za-z]{2}", "the form en_us").Ex("en_us"),
+		},
+	},
+	{
+		Platform: "app_store_b", ID: "categories", Family: Apps, Kind: Data, Cost: 0, Origin: SpecListed,
+		Name: "App store B categories", Description: "The store's category codes and names.",
+	},
+}
+
+var places = []Endpoint{
+	{
+		Platform: "property_portal", ID: "search-sale", Family: Places, Kind: Data, Cost: 3, Origin: SpecListed,
+		Name: "Property portal homes for sale", Description: "Search property listings for sale (spec 4.7 filters).",
+		Params: []Param{
+			P("location", String, "Postcode, town or area; resolved once and remembered.").Len(200).Ex("Cambridge"),
+			P("identifier", String, "Area identifier from property_portal/locations.").Len(100),
+			P("label", String, "Area label, sent with identifier.").Len(200),
+			pageParam.Ex(""),
+			P("radius", Number, "Search radius in miles.").OneOf("0", "0.25", "0.5", "1", "3", "5", "10", "15", "20", "30", "40"),
+			P("min_price", Number, "Lowest price in pounds.").AtLeast(0),
+			P("max_price", Number, "Highest price in pounds.").AtLeast(0),
+			P("min_bedrooms", Integer, "Fewest bedrooms.").Range(0, 50),
+			P("max_bedrooms", Integer, "Most bedrooms.").Range(0, 50),
+			P("min_bathrooms", Integer, "Fewest bathrooms.").Range(0, 50),
+			P("max_bathrooms", Integer, "Most bathrooms.").Range(0, 50),
+			P("property_type", List, "Comma list of property types.").OneOf("detached", "semi_detached", "terraced", "flats", "bungalow", "farms_land", "park_home"),
+			P("sort", String, "Listing order.").OneOf("newest", "highest_price", "lowest_price", "most_reduced"),
+			P("keywords", String, "Keywords in the listing.").Len(500),
+			P("must_have", List, "Comma list of site must-haves, e.g. has_garden, has_parking_garage, has_balcony_terrace.").Match("[a-z][a-z0-9_]*", "lowercase codes such as has_garden"),
+			P("features", List, "Comma list of feature codes.").Match("[A-Za-z0-9_-]+", "feature codes"),
+			P("added", Integer, "Listed within this many days.").OneOf("1", "3", "7", "14", "30"),
+			P("include_sold", Boolean, "Include under-offer and sold-subject-to-contract listings."),
+			P("new_homes", String, "New homes.").OneOf("include", "exclude", "only"),
+			P("retirement_homes", String, "Retirement homes.").OneOf("include", "exclude", "only"),
+			P("auction", String, "Auction listings.").OneOf("include", "exclude", "only"),
+			P("shared_ownership", String, "Shared-ownership listings.").OneOf("include", "exclude", "only"),
+			P("show_only", List, "Comma list of chainFree, reducedPriceOnly.").OneOf("chainFree", "reducedPriceOnly"),
+			P("ownership", List, "Comma list of tenures.").OneOf("leasehold", "freehold", "share_of_freehold"),
+		},
+		Ordered: []Order{{Low: "min_price", High: "max_price"}, {Low: "min_bedrooms", High: "max_bedrooms"}, {Low: "min_bathrooms", High: "max_bathrooms"}},
+	},
+	lookup("property_portal", "locations", Places, "Property portal location lookup", "Area identifiers and labels for search-sale.", "Cambridge",
+		"search-sale takes an identifier and label from the portal's location typeahead, which maps free text to areas: query (text) and limit."),
+	{
+		Platform: "travel_booking", ID: "search-attractions", Family: Places, Kind: Data, Cost: 3, Origin: SpecListed,
+		Name: "Travel booking attractions", Description: "Search attractions and tours at a destination.",
+		Params: []Param{
+			P("location", String, "City; resolved once and remembered.").Len(200).Ex("Lisbon"),
+			P("destination_id", String, "Destination id from travel_booking/locations.").Len(100),
+			pageParam.Ex(""),
+			P("sort", String, "Result order.").OneOf("trending", "attr_book_score", "lowest_price"),
+			dateParam("start_date", "First day (YYYY-MM-DD)."),
+			dateParam("end_date", "Last day (YYYY-MM-DD)."),
+			currencyParam,
+			localeParam,
+			P("types", List, "Comma list of site type filters.").Len(1000),
+			P("labels", List, "Comma list of site label filters.").Len(1000),
+			P("prices", List, "Comma list of site price filters.").Len(1000),
+			P("areas", List, "Comma list of site area filters.").Len(1000),
+		},
+		Ordered: []Order{{Low: "start_date", High: "end_date"}},
+	},
+	{
+		Platform: "travel_booking", ID: "hotel", Family: Places, Kind: Data, Cost: 3, Origin: SpecListed, GetParam: "id",
+		Name: "Travel booking hotel", Description: "One hotel with rooms and offers for given dates; also at /v1/travel_booking/hotel/{id}.",
+		Params:  append([]Param{P("id", String, "Hotel number.").Req().Match("[0-9]{1,20}", "a numeric hotel number").Ex("123456")}, stayParams...),
+		Ordered: []Order{{Low: "checkin", High: "checkout", Strict: true}},
+	},
+	{
+		Platform: "travel_booking", ID: "search-hotels", Family: Places, Kind: Data, Cost: 3, Origin: SpecNamed,
+		Name: "Travel booking hotel search", Description: "Hotels with availability at a destination for given dates.",
+		Params: append([]Param{
+			P("location", String, "City or area; resolved to a destination.").Len(200).Ex("Lisbon"),
+			P("destination_id", String, "Destination id from travel_booking/locations.").Len(100),
+			pageParam.Ex(""),
+			P("sort", String, "A sort id offered by the site.").Len(100),
+		}, stayParams...),
+		AnyOf:    [][]string{{"location", "destination_id"}},
+		Ordered:  []Order{{Low: "checkin", High: "checkout", Strict: true}},
+		Decision: "Hotel search needs a destination (text or id, as search-attractions) and a stay: the same dates, occupancy and display options as travel_booking/hotel, plus page and the site's sort id.",
+	},
+	lookup("travel_booking", "locations", Places, "Travel booking location lookup", "Destination ids for search-attractions and search-hotels.", "Lisbon",
+		"search-attractions and search-hotels take a destination_id, which the site's destination typeahead maps from text: query (text) and limit."),
+	{
+		Platform: "lodging_marketplace", ID: "locations", Family: Places, Kind: Data, Cost: 1, Origin: SpecNamed,
+		Name: "Lodging marketplace location lookup", Description: "Places matching a text, with map place ids.",
+		Params: []Param{
+			P("query", String, "Place name to look up.").Req().Len(200).Ex("Lisbon"),
+			P("limit", Integer, "Rows, 1-20.").Range(1, 20).Def("10"),
+			localeParam,
+		},
+		Decision: "The data shape (spec 2.7) echoes query and lists places with map place ids, which the site's location autocomplete returns for a text and locale; it returns short lists, so limit is 1-20.",
+	},
+}
+
+var stayParams = []Param{
+	dateParam("checkin", "Check-in date (YYYY-MM-DD).").Req(),
+	dateParam("checkout", "Check-out date (YYYY-MM-DD), after checkin.").Req().Ex("2026-12-03"),
+	P("adults", Integer, "Adults, 1-30.").Range(1, 30),
+	P("children_ages", List, "Comma list of children's ages, 0-17.").Of(Integer).Range(0, 17).Ex("4,9"),
+	P("rooms", Integer, "Rooms, 1-30.").Range(1, 30),
+	currencyParam,
+	localeParam,
+	P("units", String, "Distance units.").OneOf("metric", "imperial"),
+	P("temperature_unit", String, "Temperature unit.").OneOf("c", "f"),
+}
+
+var webAndBundles = []Endpoint{
+	{
+		Platform: "web", ID: "social-profiles", Family: Web, Kind: Data, Cost: 15, Origin: SpecListed,
+		Name: "Linked social profiles", Description: "Profiles on other platforms linked to a known profile, with evidence.",
+		Params: []Param{
+			P("platform", String, "Platform of the known profile.").Req().OneOf(profilePlatforms...).Ex("microblog_b"),
+			handleParam.Req().Ex("example"),
+		},
+	},
+	{
+		Platform: "web", ID: "jobs/{id}", Family: Web, Kind: ServiceOwned, Cost: 0, Origin: SpecNamed,
+		Name: "Web job", Description: "State and result of an asynchronous web job.",
+		Params:   []Param{P("id", String, "Job id.").Req().Match("[A-Za-z0-9_-]{1,64}", "a job id").Ex("job_01jb2c3d4e")},
+		Decision: "A job is read by its id alone, lifted from the path; reading it is free because the job's own call was charged.",
+	},
+	{
+		Platform: "bundle", ID: "creator-vetting", Family: Bundle, Kind: Data, Cost: 8, Origin: SpecListed,
+		Name: "Creator vetting bundle", Description: "Engagement evidence for a creator from sampled posts and comments; no authenticity grade is inferred.",
+		Params: []Param{
+			handleParam.Req().Ex("example"),
+			P("platform", String, "The creator's platform.").Req().OneOf("short_video_a", "photo_social", "video_platform", "microblog_b", "microblog_c").Ex("microblog_b"),
+			P("posts_limit", Integer, "Posts to sample, 1-20.").Range(1, 20).Def("20"),
+			P("comment_posts", Integer, "Posts whose comments are sampled, 0-10.").Range(0, 10).Def("3"),
+			P("comments_per_post", Integer, "Comments per sampled post, 1-50.").Range(1, 50).Def("20"),
+			P("content_review", Boolean, "Flag advisory text in at most eight returned posts; no extra charge.").Def("off"),
+		},
+	},
+	{
+		Platform: "search", ID: "all", Family: Search, Kind: Data, Cost: 5, Origin: SpecNamed, Streams: true,
+		Name: "Search all platforms", Description: "One query across the searchable platforms; stream=1 streams results as server-sent events.",
+		Params: []Param{
+			queryParam.Ex("golang"),
+			P("platforms", List, "Comma list of platforms to search; all searchable platforms when omitted.").OneOf(searchablePlatforms...),
+			P("limit", Integer, "Results per platform, 1-50.").Range(1, 50).Def("10"),
+			P("stream", Boolean, "1 streams server-sent events; the final result event carries the envelope."),
+		},
+		Decision: "A fan-out over the platforms' own search endpoints: the query, which platforms, how many results from each, and stream (spec 4.4). No cursor: each platform pages differently, so continuation is done on the platform's own endpoint. Cost 5 covers several upstream searches.",
+	},
+	{
+		Platform: "search", ID: "creators", Family: Search, Kind: Data, Cost: 5, Origin: SpecNamed, Streams: true,
+		Name: "Search creators", Description: "Find creator accounts across social and video platforms; stream=1 streams results.",
+		Params: []Param{
+			queryParam.Ex("home baking"),
+			P("platforms", List, "Comma list of platforms to search; all creator platforms when omitted.").OneOf(creatorPlatforms...),
+			P("limit", Integer, "Creators per platform, 1-50.").Range(1, 50).Def("10"),
+			P("stream", Boolean, "1 streams server-sent events; the final result event carries the envelope."),
+		},
+		Decision: "A fan-out over the people and channel searches of the creator platforms: query, platforms, a per-platform limit and stream (spec 4.4). Cost 5, as search/all.",
+	},
+}
+
+var searchablePlatforms = []string{"marketplace_a", "retailer_a", "company_registry", "microblog_a", "microblog_b", "social_a", "professional_network", "video_platform"}
+var creatorPlatforms = []string{"microblog_a", "microblog_b", "social_a", "professional_network", "video_platform"}
+
+var service = []Endpoint{
+	{
+		Platform: "", ID: "", Family: Service, Kind: ServiceOwned, Origin: SpecListed,
+		Name: "API index", Description: "What this API is, how to authenticate and where to look next. Accepts Bearer.",
+	},
+	{
+		Platform: "utility", ID: "endpoints", Family: Service, Kind: ServiceOwned, Origin: SpecListed,
+		Name: "Endpoint catalogue", Description: "Every active endpoint with id, name, credit_cost, params and description.",
+		Params: []Param{
+			P("platform", String, "Only this platform's endpoints.").Len(64).Ex("microblog_b"),
+			P("search", String, "Text to match in ids, names and descriptions.").Len(200),
+			P("method", String, "Only endpoints answering this HTTP method.").OneOf("GET", "POST"),
+		},
+	},
+	{
+		Platform: "utility", ID: "endpoint", Family: Service, Kind: ServiceOwned, Origin: SpecListed,
+		Name: "Endpoint description", Description: "One endpoint in full: exact parameter schema and a ready-to-run request.",
+		Params: []Param{
+			P("id", String, "Endpoint id in the form platform/endpoint.").Len(200).Ex("company_registry/search"),
+			P("url", String, "A request URL or path of the endpoint.").Len(2048),
+		},
+		AnyOf: [][]string{{"id", "url"}},
+	},
+	{
+		Platform: "utility", ID: "quickstart", Family: Service, Kind: ServiceOwned, Origin: SpecListed,
+		Name: "Quickstart", Description: "A low-cost endpoint with its request and the envelope it returns.",
+		Params: []Param{P("platform", String, "Pick the quickstart from this platform.").Len(64)},
+	},
+	{
+		Platform: "utility", ID: "llms", Family: Service, Kind: ServiceOwned, Origin: SpecListed,
+		Name: "Catalogue for agents", Description: "Base URL, auth header, envelopes, error types and every endpoint with cost and parameters.",
+		Params: []Param{
+			P("platform", String, "Only this platform's endpoints.").Len(64),
+			P("format", String, "Output format.").OneOf("markdown", "json").Def("markdown"),
+		},
+	},
+	{
+		Platform: "credits", ID: "balance", Family: Service, Kind: ServiceOwned, Origin: SpecListed,
+		Name: "Credit balance", Description: "credits_remaining, credits_lifetime and when the balance last changed.",
+	},
+	{
+		Platform: "credits", ID: "transactions", Family: Service, Kind: ServiceOwned, Origin: SpecListed,
+		Name: "Credit ledger", Description: "Ledger entries, newest first, each with the request_id that caused it.",
+		Params: []Param{
+			P("limit", Integer, "Entries per page, 1-100.").Range(1, 100).Def("20"),
+			cursorParam,
+			P("request_id", String, "Only entries caused by this request.").Match("req_[A-Za-z0-9]{1,64}", "a request id such as req_0192...").Ex(""),
+		},
+	},
+	{
+		Platform: "status", ID: "", Family: Service, Kind: ServiceOwned, Origin: SpecListed,
+		Name: "Status", Description: "Per-platform requests, error rate, p50 and p95 latency and state over the last 15 minutes.",
+	},
+	{
+		Platform: "monitors", ID: "{id}/runs", Family: Service, Kind: ServiceOwned, Origin: SpecNamed,
+		Name: "Monitor runs", Description: "Runs of a monitor, newest first.",
+		Params: []Param{
+			P("id", String, "Monitor id.").Req().Match("[A-Za-z0-9_-]{1,64}", "a monitor id").Ex("mon_01jb2c3d4e"),
+			P("limit", Integer, "Runs per page, 1-100.").Range(1, 100).Def("20"),
+			cursorParam,
+		},
+		Decision: "Runs are read by the monitor id lifted from the path, newest first, paged with limit and an opaque cursor like the ledger.",
+	},
+	{
+		Platform: "batch", ID: "", Family: Batch, Kind: ServiceOwned, Method: "POST", Origin: SpecListed,
+		Name: "Batch", Description: "Up to 20 requests run independently; the wrapper costs 0 and each item is charged under its own rules.",
+	},
+}
+
+// Named is a parameter shape reused under another name and description.
+func (p Param) Named(name, description string) Param {
+	p.Name, p.Description = name, description
+	return p
+}
+
+// platformIndexes adds a free index to every platform with data endpoints,
+// so /v1/{platform} lists what the platform offers (spec 4.1).
+func platformIndexes(eps []Endpoint) []Endpoint {
+	families := map[string]Family{}
+	for _, e := range eps {
+		if e.Kind == Data {
+			families[e.Platform] = e.Family
+		}
+	}
+	names := make([]string, 0, len(families))
+	for name := range families {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		eps = append(eps, Endpoint{
+			Platform: name, Family: families[name], Kind: ServiceOwned, Origin: Derived,
+			Name: name + " index", Description: "The endpoints of " + name + ", with cost and parameters.",
+		})
+	}
+	return eps
+}
+
+// Declarations returns every declaration of the production registry.
+func Declarations() []Endpoint {
+	var all []Endpoint
+	for _, group := range [][]Endpoint{commerce, knowledge, social, media, apps, places, webAndBundles, service} {
+		all = append(all, group...)
+	}
+	return platformIndexes(all)
+}
+
+var (
+	defaultOnce sync.Once
+	defaultReg  *Registry
+)
+
+// Default is the production registry. Its declarations are checked by
+// tests, so a bad one fails the build rather than a request.
+func Default() *Registry {
+	defaultOnce.Do(func() {
+		r, err := New(Declarations())
+		if err != nil {
+			panic(err)
+		}
+		defaultReg = r
+	})
+	return defaultReg
+}

@@ -1,0 +1,71 @@
+package registry
+
+// ParamDoc is a parameter as catalogues and indexes publish it.
+type ParamDoc struct {
+	Name         string   `json:"name"`
+	Type         string   `json:"type"`
+	Items        string   `json:"items,omitempty"`
+	Required     bool     `json:"required"`
+	RequiredWhen string   `json:"required_when,omitempty"`
+	Description  string   `json:"description"`
+	Minimum      *float64 `json:"minimum,omitempty"`
+	Maximum      *float64 `json:"maximum,omitempty"`
+	MaxLength    int      `json:"max_length,omitempty"`
+	Enum         []string `json:"enum,omitempty"`
+	Format       string   `json:"format,omitempty"`
+	Default      string   `json:"default,omitempty"`
+	Aliases      []string `json:"aliases,omitempty"`
+	Example      string   `json:"example,omitempty"`
+}
+
+// Entry is an endpoint as catalogues and indexes publish it (spec 2.5:
+// id, name, credit_cost, params, description, plus what a caller needs).
+type Entry struct {
+	ID              string     `json:"id"`
+	Name            string     `json:"name"`
+	Method          string     `json:"method"`
+	Path            string     `json:"path"`
+	CreditCost      int64      `json:"credit_cost"`
+	Description     string     `json:"description"`
+	Params          []ParamDoc `json:"params"`
+	OneOf           [][]string `json:"one_of,omitempty"`
+	AIAssist        bool       `json:"ai_assist"`
+	LimitedCapacity bool       `json:"limited_capacity"`
+	Deprecated      bool       `json:"deprecated"`
+	Streams         bool       `json:"streams"`
+}
+
+// Entry describes e for catalogues.
+func (e *Endpoint) Entry() Entry {
+	out := Entry{
+		ID: e.Key(), Name: e.Name, Method: e.HTTPMethod(), Path: e.Path(), CreditCost: e.Cost,
+		Description: e.Description, Params: []ParamDoc{}, OneOf: e.AnyOf, AIAssist: e.AI,
+		LimitedCapacity: e.LimitedCapacity, Deprecated: e.Deprecated != nil, Streams: e.Streams,
+	}
+	for _, p := range e.accepted {
+		d := ParamDoc{
+			Name: p.Name, Type: string(p.Type), Required: p.Required, Description: p.Description,
+			Minimum: p.Min, Maximum: p.Max, MaxLength: p.MaxLength, Enum: p.Enum, Format: p.PatternHint,
+			Default: p.Default, Aliases: p.Aliases, Example: p.Example,
+		}
+		if p.Type == List {
+			d.Items = string(p.Item)
+		}
+		if p.RequiredWhen[0] != "" {
+			d.RequiredWhen = p.RequiredWhen[0] + "=" + p.RequiredWhen[1]
+		}
+		out.Params = append(out.Params, d)
+	}
+	return out
+}
+
+// Live lists the endpoints a catalogue shows: every one not retired.
+func (r *Registry) Live() []*Endpoint {
+	var out []*Endpoint
+	for _, e := range r.endpoints {
+		if !e.Retired() {
+			out = append(out, e)
+		}
+	}
+	return out
+}

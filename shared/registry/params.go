@@ -1,0 +1,69 @@
+package registry
+
+// P starts a parameter declaration; the methods below refine a copy, so
+// shared parameters can be declared once and reused.
+func P(name string, t ParamType, description string) Param {
+	return Param{Name: name, Type: t, Description: description}
+}
+
+// Req marks the parameter required.
+func (p Param) Req() Param { p.Required = true; return p }
+
+// Range bounds a numeric value (or each numeric list element).
+func (p Param) Range(min, max float64) Param { p.Min, p.Max = &min, &max; return p }
+
+// AtLeast sets only a lower bound.
+func (p Param) AtLeast(min float64) Param { p.Min = &min; return p }
+
+// Def sets the default applied when the parameter is omitted.
+func (p Param) Def(v string) Param { p.Default = v; return p }
+
+// OneOf restricts the value (or each list element) to these.
+func (p Param) OneOf(values ...string) Param { p.Enum = values; return p }
+
+// Alias adds accepted alternative names, in precedence order.
+func (p Param) Alias(names ...string) Param { p.Aliases = names; return p }
+
+// Ex sets the example value used by catalogues and ready-to-run requests.
+func (p Param) Ex(v string) Param { p.Example = v; return p }
+
+// Len caps the value's length in characters.
+func (p Param) Len(n int) Param { p.MaxLength = n; return p }
+
+// Match requires the whole value (or each list element) to match pattern.
+func (p Param) Match(pattern, hint string) Param { p.Pattern, p.PatternHint = pattern, hint; return p }
+
+// Of sets the element type of a list.
+func (p Param) Of(t ParamType) Param { p.Item = t; return p }
+
+// When makes the parameter required when other=value.
+func (p Param) When(other, value string) Param { p.RequiredWhen = [2]string{other, value}; return p }
+
+// Shared parameter shapes.
+var (
+	cursorParam   = P("cursor", String, "Opaque next-page token from the previous response; pass it back unchanged.").Len(4096)
+	pageParam     = P("page", Integer, "Page number, starting at 1.").AtLeast(1).Ex("1")
+	countryParam  = P("country", String, "Two-letter country code (ISO 3166-1 alpha-2).").Match("[A-Za-z]{2}", "two letters, e.g. us").Ex("us")
+	currencyParam = P("currency", String, "Three-letter currency code (ISO 4217).").Match("[A-Za-z]{3}", "three letters, e.g. USD").Ex("USD")
+	localeParam   = P("language", String, "Language or locale, e.g. en or en-GB.").Match("[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*", "a language tag such as en or en-GB").Ex("en")
+	handleParam   = P("handle", String, "Account handle, without a leading @.").Match(`[^@\s][^\s]*`, "a handle without a leading @ and without spaces").Len(100)
+	queryParam    = P("query", String, "Search text.").Req().Len(500).Ex("coffee grinder")
+	dateParam     = func(name, description string) Param {
+		return P(name, Date, description).Ex("2026-12-01")
+	}
+)
+
+// aiAssistParams is the shared AI-assist set of spec 4.5, accepted by the
+// endpoints marked AI, with no surcharge.
+var aiAssistParams = []Param{
+	P("judgments", String, "on (default) adds bounded AI labels to eligible records; off preserves the original data shape.").OneOf("on", "off").Def("on"),
+	P("label", String, "none disables labels (same as judgments=off).").Len(64).Ex("none"),
+	P("label_evidence", Boolean, "Truthy: include exact supporting sentences and zero-based sentence indexes when a label has validated evidence."),
+	P("exclude", String, "engagement_bait removes confidently labelled engagement bait; uncertain and unclassified records stay.").OneOf("engagement_bait"),
+	P("fit", String, "goal replaces confidently irrelevant records with recall stubs, keeping first, last, relevant and uncertain records in order.").OneOf("goal"),
+	P("goal", String, "Task context for fit=goal, at most 600 characters; required when fit=goal.").Len(600).When("fit", "goal"),
+	P("tokens", Integer, "Soft response-size target for fit=goal; the result may exceed it.").Range(256, 32000),
+}
+
+// dryRunParam is accepted by every data endpoint (spec 4).
+var dryRunParam = P("dry_run", Boolean, "Truthy (e.g. 1): a zero-credit estimate that fetches no sources, runs no AI and reserves no credits.")
