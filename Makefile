@@ -30,7 +30,8 @@ build: ## one bootstrap per function under build/<function>/bootstrap
 	@ls -l $(BUILD_DIR)/*/bootstrap
 
 check-build: build ## the build is complete and byte-for-byte reproducible
-	@scripts/check-build.sh $(BUILD_DIR) $(FUNCTIONS)
+	@$(MAKE) --no-print-directory build BUILD_DIR=$(BUILD_DIR)/.rebuild >/dev/null
+	@scripts/check-build.sh $(BUILD_DIR) $(BUILD_DIR)/.rebuild $(FUNCTIONS)
 
 fuzz: ## run each fuzz target for FUZZTIME (default 30s)
 	$(GO) test ./shared/registry -run '^$$' -fuzz FuzzResolve -fuzztime $${FUZZTIME:-30s}

@@ -24,6 +24,7 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 	}
 	e := res.Endpoint
 	x.endpoint = e
+	setDeprecationHeaders(x.w.Header(), e) // on every answer of the endpoint, refusals included
 	if x.r.Method != e.HTTPMethod() {
 		x.fail(methodNotAllowed(e, x.r.Method))
 		return
@@ -38,7 +39,6 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 		x.fail(qerr)
 		return
 	}
-	setDeprecationHeaders(x.w.Header(), e)
 	validated, verr := params.Validate(e, query, res.PathParams)
 	if verr != nil {
 		x.fail(verr)
