@@ -110,7 +110,7 @@ var knowledge = []Endpoint{
 		Platform: "code_host", ID: "profile", Family: Knowledge, Kind: Data, Cost: 1, Origin: SpecNamed,
 		Name: "Code host profile", Description: "A public user or organisation profile on the code host.",
 		Params:   []Param{codeHandle.Req()},
-		Decision: "The code host's public users API needs only the login; logins are 1-39 letters, digits or single hyphens.",
+		Decision: "The code host's public users API needs only the login; logins are 1-39 letters, digits or hyphens, not starting with a hyphen.",
 	},
 	{
 		Platform: "code_host", ID: "profile/repos", Family: Knowledge, Kind: Data, Cost: 1, Origin: SpecNamed,

@@ -48,7 +48,7 @@ func TestResolveSpecForms(t *testing.T) {
 func TestResolveUnknownPaths(t *testing.T) {
 	r := Default()
 	cases := []struct {
-		name, path        string
+		name, path         string
 		platform, endpoint any
 	}{
 		{"unknown platform", "/v1/nope/search", "nope", "search"},
