@@ -68,7 +68,7 @@ func LocalHandler(logger *slog.Logger) http.Handler {
 	for _, f := range registry.Families {
 		functions[f] = Function(f, logger)
 	}
-	return gateway.Local(registry.Default().Routes(), functions)
+	return gateway.Local(registry.Default().Routes(), functions, logger)
 }
 
 // ListenAndServe runs the local server on addr until ctx ends.

@@ -5,9 +5,11 @@ package gateway
 
 import (
 	"context"
+	"encoding/base64"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -30,7 +32,7 @@ func Lambda(h http.Handler, logger *slog.Logger, errorsURL string) EventHandler 
 		ev.RawPath = escapeUnsafe(ev.RawPath)
 		ev.RequestContext.HTTP.Path = escapeUnsafe(ev.RequestContext.HTTP.Path)
 		ev.RawQueryString = escapeUnsafe(ev.RawQueryString)
-		if _, err := url.Parse("https://" + ev.RequestContext.DomainName + ev.RawPath + "?" + ev.RawQueryString); err != nil || ev.RequestContext.HTTP.Method == "" {
+		if !readable(ev) {
 			return unreadable(logger, errorsURL, ev), nil
 		}
 		resp, err := adapter.ProxyWithContext(ctx, ev)
@@ -39,6 +41,26 @@ func Lambda(h http.Handler, logger *slog.Logger, errorsURL string) EventHandler 
 		}
 		return resp, nil
 	}
+}
+
+// methodPattern is an HTTP method token (RFC 9110).
+var methodPattern = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$")
+
+// readable checks what the adapter would otherwise fail on (and log as
+// plain text): the method, the URL and a base64 body.
+func readable(ev events.APIGatewayV2HTTPRequest) bool {
+	if !methodPattern.MatchString(ev.RequestContext.HTTP.Method) {
+		return false
+	}
+	if _, err := url.Parse("https://" + ev.RequestContext.DomainName + ev.RawPath + "?" + ev.RawQueryString); err != nil {
+		return false
+	}
+	if ev.IsBase64Encoded {
+		if _, err := base64.StdEncoding.DecodeString(ev.Body); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // escapeUnsafe percent-encodes control bytes, spaces and DEL.
@@ -60,7 +82,11 @@ func escapeUnsafe(s string) string {
 
 func unreadable(logger *slog.Logger, errorsURL string, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
 	if errorsURL == "" {
-		errorsURL = envelope.ErrorsReference("https", ev.RequestContext.DomainName)
+		proto := "https"
+		if ev.Headers["x-forwarded-proto"] == "http" {
+			proto = "http"
+		}
+		errorsURL = envelope.ErrorsReference(proto, ev.RequestContext.DomainName)
 	}
 	resp, id := typedResponse(envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
 		"The request could not be read.", map[string]any{"reason": "malformed_request"}), errorsURL)

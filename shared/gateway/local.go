@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/base64"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -24,7 +25,7 @@ const MaxEventBody = 6 << 20
 // against the registry's route table as API Gateway would, turned into
 // the v2 event API Gateway would send, and handed to that family's Lambda
 // handler; the handler's response event becomes the HTTP response.
-func Local(routes []registry.Route, functions map[registry.Family]EventHandler) http.Handler {
+func Local(routes []registry.Route, functions map[registry.Family]EventHandler, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		route := registry.MatchRoute(routes, r.Method, r.URL.EscapedPath())
 		fn, ok := functions[route.Family]
@@ -33,7 +34,7 @@ func Local(routes []registry.Route, functions map[registry.Family]EventHandler) 
 		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, MaxEventBody+1))
 		if err != nil || len(body) > MaxEventBody {
-			writeEvent(w, tooLarge(r.Host))
+			refuseBody(w, r, err, logger)
 			return
 		}
 		resp, err := fn(r.Context(), EventFromRequest(r, route, body))
@@ -125,9 +126,17 @@ func writeEvent(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) {
 	_, _ = w.Write(body)
 }
 
-func tooLarge(host string) events.APIGatewayV2HTTPResponse {
-	resp, _ := typedResponse(envelope.New(envelope.InvalidParameters, http.StatusRequestEntityTooLarge,
+// refuseBody answers a body that is too large (as API Gateway would) or
+// could not be read, before any function runs.
+func refuseBody(w http.ResponseWriter, r *http.Request, readErr error, logger *slog.Logger) {
+	e := envelope.New(envelope.InvalidParameters, http.StatusRequestEntityTooLarge,
 		"The request body is larger than "+strconv.Itoa(MaxEventBody)+" bytes.",
-		map[string]any{"reason": "body_too_large", "max_bytes": MaxEventBody}), envelope.ErrorsReference("http", host))
-	return resp
+		map[string]any{"reason": "body_too_large", "max_bytes": MaxEventBody})
+	if readErr != nil {
+		e = envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
+			"The request body could not be read.", map[string]any{"reason": "malformed_request"})
+	}
+	resp, id := typedResponse(e, envelope.ErrorsReference("http", r.Host))
+	logger.Info("request", "request_id", id, "method", r.Method, "status", e.Status, "error_type", string(e.Type))
+	writeEvent(w, resp)
 }

@@ -143,7 +143,7 @@ func notAvailable(e *registry.Endpoint, sandbox bool) *envelope.Error {
 	switch {
 	case sandbox:
 		return envelope.New(envelope.EndpointNotAvailable, http.StatusNotImplemented,
-			"The sandbox has no synthetic data for "+e.Key()+" in this deployment.", nil)
+			"The sandbox is not available in this deployment.", nil)
 	case e.Kind == registry.Data:
 		return envelope.New(envelope.EndpointNotAvailable, http.StatusNotImplemented,
 			"No live data source is configured for "+e.Key()+" in this deployment. The sandbox path returns free synthetic data.",

@@ -18,7 +18,7 @@ var commerce = []Endpoint{
 		Name: "Marketplace A product search", Description: "Search products on global consumer marketplace A; 20 results per page.",
 		Params: []Param{
 			queryParam,
-			pageParam.Ex(""),
+			pageParam,
 			P("sort", String, "A sort id from the response's sorts list.").Len(100),
 			P("category_id", String, "Category id from a categories endpoint.").Len(100),
 			P("min_price", Number, "Lowest price.").AtLeast(0),
@@ -46,7 +46,7 @@ var commerce = []Endpoint{
 		Name: "Retailer A product search", Description: "Search the department-store retailer's catalogue.",
 		Params: []Param{
 			queryParam.Ex("winter coat"),
-			pageParam.Ex(""),
+			pageParam,
 			P("limit", Integer, "Results per page, 1-120 (the source may return fewer).").Range(1, 120).Def("120"),
 			P("sort", String, "A sort id from the response's sorts list.").Len(100),
 		},
@@ -56,7 +56,7 @@ var commerce = []Endpoint{
 		Name: "Craft market reviews", Description: "Reviews of a handmade-goods listing or its shop; 8 per page.",
 		Params: []Param{
 			P("id", String, "Listing id or listing URL.").Req().Len(2048).Ex("1234567890"),
-			pageParam.Ex(""),
+			pageParam,
 			P("scope", String, "Reviews of the listing or of the whole shop.").OneOf("listing", "shop"),
 			P("sort", String, "Review order.").OneOf("relevancy", "recency", "highest", "lowest"),
 			P("rating", Integer, "Only reviews with this star rating.").Range(1, 5),
@@ -215,7 +215,7 @@ var social = []Endpoint{
 			P("past_company", String, "Past company.").Len(200),
 			P("school", String, "School id from professional_network/schools.").Len(100),
 			P("industry", String, "Industry id from professional_network/industries.").Len(100),
-			pageParam.Ex(""),
+			pageParam,
 		},
 		AnyOf: [][]string{{"query", "search_url"}},
 	},
@@ -280,7 +280,7 @@ var places = []Endpoint{
 			P("location", String, "Postcode, town or area; resolved once and remembered.").Len(200).Ex("Cambridge"),
 			P("identifier", String, "Area identifier from property_portal/locations.").Len(100),
 			P("label", String, "Area label, sent with identifier.").Len(200),
-			pageParam.Ex(""),
+			pageParam,
 			P("radius", Number, "Search radius in miles.").OneOf("0", "0.25", "0.5", "1", "3", "5", "10", "15", "20", "30", "40"),
 			P("min_price", Number, "Lowest price in pounds.").AtLeast(0),
 			P("max_price", Number, "Highest price in pounds.").AtLeast(0),
@@ -312,7 +312,7 @@ var places = []Endpoint{
 		Params: []Param{
 			P("location", String, "City; resolved once and remembered.").Len(200).Ex("Lisbon"),
 			P("destination_id", String, "Destination id from travel_booking/locations.").Len(100),
-			pageParam.Ex(""),
+			pageParam,
 			P("sort", String, "Result order.").OneOf("trending", "attr_book_score", "lowest_price"),
 			dateParam("start_date", "First day (YYYY-MM-DD)."),
 			dateParam("end_date", "Last day (YYYY-MM-DD)."),
@@ -337,7 +337,7 @@ var places = []Endpoint{
 		Params: append([]Param{
 			P("location", String, "City or area; resolved to a destination.").Len(200).Ex("Lisbon"),
 			P("destination_id", String, "Destination id from travel_booking/locations.").Len(100),
-			pageParam.Ex(""),
+			pageParam,
 			P("sort", String, "A sort id offered by the site.").Len(100),
 		}, stayParams...),
 		AnyOf:    [][]string{{"location", "destination_id"}},

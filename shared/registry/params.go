@@ -42,7 +42,7 @@ func (p Param) When(other, value string) Param { p.RequiredWhen = [2]string{othe
 // Shared parameter shapes.
 var (
 	cursorParam   = P("cursor", String, "Opaque next-page token from the previous response; pass it back unchanged.").Len(4096)
-	pageParam     = P("page", Integer, "Page number, starting at 1.").AtLeast(1).Ex("1")
+	pageParam     = P("page", Integer, "Page number, starting at 1.").AtLeast(1)
 	countryParam  = P("country", String, "Two-letter country code (ISO 3166-1 alpha-2).").Match("[A-Za-z]{2}", "two letters, e.g. us").Ex("us")
 	currencyParam = P("currency", String, "Three-letter currency code (ISO 4217).").Match("[A-Za-z]{3}", "three letters, e.g. USD").Ex("USD")
 	localeParam   = P("language", String, "Language or locale, e.g. en or en-GB.").Match("[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*", "a language tag such as en or en-GB").Ex("en")

@@ -1,0 +1,65 @@
+package auth
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func newKey(t *testing.T) string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return "mn_" + base64.RawURLEncoding.EncodeToString(b)
+}
+
+func TestWellFormed(t *testing.T) {
+	for i := 0; i < 100; i++ {
+		k := newKey(t)
+		if len(k) != 46 || !WellFormed(k) {
+			t.Fatalf("spec 2.6 key %q refused", k)
+		}
+	}
+	k := newKey(t)
+	for _, bad := range []string{"", "mn_", k[:45], k + "A", "mx_" + k[3:], "mn_" + strings.Repeat("+", 43), " " + k} {
+		if WellFormed(bad) {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestFromRequest(t *testing.T) {
+	r := httptest.NewRequest("GET", "/v1", nil)
+	r.Header.Set("x-api-key", " abc ")
+	r.Header.Set("authorization", "Bearer other")
+	if p := FromRequest(r, true); p.Key != "abc" || p.FromBearer {
+		t.Errorf("x-api-key wins: %+v", p)
+	}
+	r.Header.Del("x-api-key")
+	if p := FromRequest(r, true); p.Key != "other" || !p.FromBearer {
+		t.Errorf("bearer where allowed: %+v", p)
+	}
+	if p := FromRequest(r, false); p.Key != "" || !p.BearerRefused {
+		t.Errorf("bearer where refused: %+v", p)
+	}
+	for _, h := range []string{"Basic abc", "Bearer", "Bearer   ", "abc"} {
+		r.Header.Set("authorization", h)
+		if p := FromRequest(r, true); p.Key != "" || p.BearerRefused {
+			t.Errorf("%q: %+v", h, p)
+		}
+	}
+}
+
+func TestHintNeverRevealsTheKey(t *testing.T) {
+	k := newKey(t)
+	h := Hint(k)
+	if h != k[:7]+"…"+k[42:] || strings.Contains(h, k[7:42]) {
+		t.Errorf("hint %q", h)
+	}
+	if Hint("mn_short_secret") != "malformed" {
+		t.Error("a malformed key is not echoed")
+	}
+}
