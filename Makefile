@@ -12,7 +12,7 @@ BUILD_FLAGS := -trimpath -buildvcs=false -tags lambda.norpc -ldflags='-s -w -bui
 run: ## start the API locally on MERIDIAN_ADDR (default 127.0.0.1:8080)
 	$(GO) run ./functions/local
 
-test: lint unit check-build ## every test: vet, gofmt, unit/integration tests with fuzz seed corpora, reproducible builds
+test: lint check-build unit ## every test: vet, gofmt, unit/integration tests with fuzz seed corpora, reproducible builds
 
 unit:
 	$(GO) test -count=1 ./...

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
@@ -157,7 +156,7 @@ func (p *Pipeline) succeed(x *exchange, c *Call, data any) {
 	s := envelope.Success{
 		Success:     true,
 		Platform:    c.Endpoint.Platform,
-		Endpoint:    strings.TrimSuffix(c.Endpoint.Path(), "/"),
+		Endpoint:    c.Endpoint.Path(),
 		Data:        data,
 		CreditsUsed: envelope.Amount(0),
 		RequestID:   x.requestID,

@@ -71,7 +71,7 @@ func New(cfg Config) *Pipeline {
 	}
 	handlers := map[string]Handler{}
 	for _, e := range cfg.Registry.Endpoints() {
-		if e.Kind == registry.ServiceOwned && e.ID == "" && e.Platform != "batch" && e.Platform != "status" {
+		if e.IsIndex() {
 			handlers[e.Key()] = indexHandler(cfg.Registry)
 		}
 	}

@@ -176,6 +176,12 @@ func (e *Endpoint) HTTPMethod() string {
 	return e.Method
 }
 
+// IsIndex reports whether the endpoint is the API index (/v1) or a
+// platform index derived from the declarations: both list the catalogue.
+func (e *Endpoint) IsIndex() bool {
+	return e.Kind == ServiceOwned && e.ID == "" && (e.Platform == "" || e.Origin == Derived)
+}
+
 // Retired reports whether the endpoint answers 410.
 func (e *Endpoint) Retired() bool { return e.RetiredFor != "" }
 
