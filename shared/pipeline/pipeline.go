@@ -90,6 +90,9 @@ type exchange struct {
 	docBase   string
 	endpoint  *registry.Endpoint
 	errType   envelope.Type
+	// misroutedTo names the family the route table gives a request that
+	// reached another function (an infra mistake worth seeing in logs).
+	misroutedTo registry.Family
 }
 
 func (p *Pipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -114,7 +117,7 @@ func (p *Pipeline) route(x *exchange) {
 	path := x.r.URL.EscapedPath()
 	owner := registry.MatchRoute(p.routes, x.r.Method, path).Family
 	if p.cfg.Family != "" && owner != p.cfg.Family {
-		p.cfg.Logger.Warn("misrouted request", "request_id", x.requestID, "family", p.cfg.Family, "owner", owner)
+		x.misroutedTo = owner
 		x.fail(registry.PathNotFound(path))
 		return
 	}
@@ -174,6 +177,9 @@ func (p *Pipeline) logRequest(x *exchange, start time.Time) {
 	}
 	if x.errType != "" {
 		attrs = append(attrs, "error_type", string(x.errType))
+	}
+	if x.misroutedTo != "" {
+		attrs = append(attrs, "misrouted_to", string(x.misroutedTo))
 	}
 	p.cfg.Logger.Info("request", attrs...)
 }
