@@ -19,7 +19,7 @@ unit:
 
 lint:
 	$(GO) vet ./...
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	@out=$$(find . -name '*.go' -not -path './build/*' -not -path './.git/*' | xargs gofmt -l); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 build: ## one bootstrap per function under build/<function>/bootstrap

@@ -1,9 +1,9 @@
 module github.com/meridian-data/meridian
 
-go 1.26.8
+go 1.26
 
 require (
-	github.com/aws/aws-lambda-go v1.55.1 // indirect
-	github.com/awslabs/aws-lambda-go-api-proxy v0.16.2 // indirect
-	github.com/google/uuid v1.6.0 // indirect
+	github.com/aws/aws-lambda-go v1.55.1
+	github.com/awslabs/aws-lambda-go-api-proxy v0.16.2
+	github.com/google/uuid v1.6.0
 )

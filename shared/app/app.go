@@ -68,7 +68,7 @@ func LocalHandler(logger *slog.Logger) http.Handler {
 	for _, f := range registry.Families {
 		functions[f] = Function(f, logger)
 	}
-	return gateway.Local(registry.Default().Routes(), functions, logger)
+	return gateway.Local(registry.Default().Routes(), functions, logger, os.Getenv(EnvErrorsURL))
 }
 
 // ListenAndServe runs the local server on addr until ctx ends.
@@ -80,7 +80,9 @@ func ListenAndServe(ctx context.Context, addr string, logger *slog.Logger, ready
 	srv := &http.Server{
 		Handler:           LocalHandler(logger),
 		ReadHeaderTimeout: 10 * time.Second,
-		MaxHeaderBytes:    1 << 20,
+		// Above the pipeline's own query cap, so an oversized query gets
+		// the typed 400 rather than net/http's plain-text 431.
+		MaxHeaderBytes: 4 << 20,
 	}
 	if ready != nil {
 		ready(ln.Addr())

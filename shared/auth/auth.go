@@ -71,6 +71,21 @@ func FromRequest(r *http.Request, bearerAllowed bool) Presented {
 	return Presented{Key: strings.TrimSpace(token), FromBearer: true}
 }
 
+// keyLike matches anything that could be a key or most of one.
+var keyLike = regexp.MustCompile(`mn_[A-Za-z0-9_-]{8,}`)
+
+// Redact removes key-shaped text from s before s is logged: a key pasted
+// into a path or carried in an error message never reaches the logs.
+func Redact(s string) string { return keyLike.ReplaceAllString(s, "mn_[redacted]") }
+
+// ForLog bounds caller-supplied text to max bytes and redacts keys in it.
+func ForLog(s string, max int) string {
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return Redact(s)
+}
+
 // Hint is what logs may say about a key: its 7-character prefix and last
 // 4 characters, as stored (spec 2.6). Anything else about it stays out.
 func Hint(key string) string {

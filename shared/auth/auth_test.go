@@ -63,3 +63,15 @@ func TestHintNeverRevealsTheKey(t *testing.T) {
 		t.Error("a malformed key is not echoed")
 	}
 }
+
+func TestRedact(t *testing.T) {
+	k := newKey(t)
+	for _, s := range []string{k, "/v1/x/" + k + "/y", "lookup " + k[:20] + " failed"} {
+		if got := Redact(s); strings.Contains(got, k[3:12]) || !strings.Contains(got, "mn_[redacted]") {
+			t.Errorf("Redact(%q) = %q", s, got)
+		}
+	}
+	if got := ForLog("/v1/"+strings.Repeat("a", 300), 20); got != "/v1/aaaaaaaaaaaaaaaa…" {
+		t.Errorf("ForLog bound: %q", got)
+	}
+}

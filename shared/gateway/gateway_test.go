@@ -81,7 +81,7 @@ func TestLocalBuildsTheEventAPIGatewayWould(t *testing.T) {
 		return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: map[string]string{"x-a": "1"},
 			MultiValueHeaders: map[string][]string{"x-b": {"2", "3"}}, Cookies: []string{"c=1"}, Body: "aGk=", IsBase64Encoded: true}, nil
 	}
-	h := Local(routes, map[registry.Family]EventHandler{registry.Commerce: fn, registry.Service: fn}, slog.New(slog.DiscardHandler))
+	h := Local(routes, map[registry.Family]EventHandler{registry.Commerce: fn, registry.Service: fn}, slog.New(slog.DiscardHandler), "")
 	req := httptest.NewRequest("POST", "http://127.0.0.1:8080/v1/marketplace_a/search?query=a&query=b", strings.NewReader("\xff\xfe"))
 	req.Header.Set("X-Api-Key", "k")
 	req.Header.Add("Cookie", "s=1")

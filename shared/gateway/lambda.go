@@ -29,6 +29,9 @@ type EventHandler func(context.Context, events.APIGatewayV2HTTPRequest) (events.
 func Lambda(h http.Handler, logger *slog.Logger, errorsURL string) EventHandler {
 	adapter := httpadapter.NewV2(h)
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+		if ev.RawPath == "" {
+			ev.RawPath = ev.RequestContext.HTTP.Path // as the adapter itself falls back
+		}
 		ev.RawPath = escapeUnsafe(ev.RawPath)
 		ev.RequestContext.HTTP.Path = escapeUnsafe(ev.RequestContext.HTTP.Path)
 		ev.RawQueryString = escapeUnsafe(ev.RawQueryString)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/registry"
 )
@@ -25,7 +26,8 @@ const MaxEventBody = 6 << 20
 // against the registry's route table as API Gateway would, turned into
 // the v2 event API Gateway would send, and handed to that family's Lambda
 // handler; the handler's response event becomes the HTTP response.
-func Local(routes []registry.Route, functions map[registry.Family]EventHandler, logger *slog.Logger) http.Handler {
+// errorsURL is the configured errors reference, or "" for this server's own.
+func Local(routes []registry.Route, functions map[registry.Family]EventHandler, logger *slog.Logger, errorsURL string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		route := registry.MatchRoute(routes, r.Method, r.URL.EscapedPath())
 		fn, ok := functions[route.Family]
@@ -34,7 +36,7 @@ func Local(routes []registry.Route, functions map[registry.Family]EventHandler, 
 		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, MaxEventBody+1))
 		if err != nil || len(body) > MaxEventBody {
-			refuseBody(w, r, err, logger)
+			refuseBody(w, r, err, logger, errorsURL)
 			return
 		}
 		resp, err := fn(r.Context(), EventFromRequest(r, route, body))
@@ -128,7 +130,7 @@ func writeEvent(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) {
 
 // refuseBody answers a body that is too large (as API Gateway would) or
 // could not be read, before any function runs.
-func refuseBody(w http.ResponseWriter, r *http.Request, readErr error, logger *slog.Logger) {
+func refuseBody(w http.ResponseWriter, r *http.Request, readErr error, logger *slog.Logger, errorsURL string) {
 	e := envelope.New(envelope.InvalidParameters, http.StatusRequestEntityTooLarge,
 		"The request body is larger than "+strconv.Itoa(MaxEventBody)+" bytes.",
 		map[string]any{"reason": "body_too_large", "max_bytes": MaxEventBody})
@@ -136,7 +138,10 @@ func refuseBody(w http.ResponseWriter, r *http.Request, readErr error, logger *s
 		e = envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
 			"The request body could not be read.", map[string]any{"reason": "malformed_request"})
 	}
-	resp, id := typedResponse(e, envelope.ErrorsReference("http", r.Host))
-	logger.Info("request", "request_id", id, "method", r.Method, "status", e.Status, "error_type", string(e.Type))
+	if errorsURL == "" {
+		errorsURL = envelope.ErrorsReference("http", r.Host)
+	}
+	resp, id := typedResponse(e, errorsURL)
+	logger.Info("request", "request_id", id, "method", auth.ForLog(r.Method, 16), "path", auth.ForLog(r.URL.EscapedPath(), 256), "status", e.Status, "error_type", string(e.Type))
 	writeEvent(w, resp)
 }

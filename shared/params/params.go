@@ -38,15 +38,15 @@ var (
 type Query = url.Values
 
 // Parse reads a raw query string. A query over MaxQueryBytes or one that
-// is not valid form encoding is a 400; the values parsed so far are still
-// returned so authentication can see an api_key in a malformed query.
+// is not valid form encoding is a 400; the values parsed are still
+// returned so authentication can see an api_key in a refused query.
 func Parse(raw string) (Query, *envelope.Error) {
+	q, err := url.ParseQuery(raw)
 	if len(raw) > MaxQueryBytes {
-		return url.Values{}, envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
+		return q, envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
 			"The query string is too long.",
 			map[string]any{"reason": "query_too_long", "max_bytes": MaxQueryBytes})
 	}
-	q, err := url.ParseQuery(raw)
 	if err != nil {
 		return q, envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
 			"The query string is not valid form encoding (check percent-escapes and separators).",
@@ -167,7 +167,7 @@ func checkNames(e *registry.Endpoint, q Query) *envelope.Error {
 }
 
 func acceptedNames(e *registry.Endpoint) []string {
-	var names []string
+	names := []string{}
 	for _, p := range e.Accepted() {
 		names = append(names, p.Name)
 		names = append(names, p.Aliases...)
@@ -213,7 +213,7 @@ func checkRequired(e *registry.Endpoint, supplied map[string]suppliedValue) *env
 			continue
 		}
 		cond := p.RequiredWhen
-		if p.Required || (cond[0] != "" && supplied[cond[0]].value == cond[1]) {
+		if p.Required || (cond[0] != "" && strings.TrimSpace(supplied[cond[0]].value) == cond[1]) {
 			missing = append(missing, p.Name)
 		}
 	}
@@ -350,6 +350,12 @@ func checkScalar(p *registry.Param, t registry.ParamType, v string) (string, map
 			return "", pr
 		}
 		return v, nil
+	}
+	switch p.Fold {
+	case "upper":
+		v = strings.ToUpper(v)
+	case "lower":
+		v = strings.ToLower(v)
 	}
 	if re := p.Compiled(); re != nil && !re.MatchString(v) {
 		pr := problem("invalid_format", p.Name+" must be "+p.PatternHint+".")

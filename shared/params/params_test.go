@@ -94,6 +94,7 @@ func TestMissingRequired(t *testing.T) {
 		{"any-of group", "marketplace_a/similar", "country=us", []string{"product_id", "query"}, true},
 		{"any-of group (event)", "social_a/event", "", []string{"id", "url"}, true},
 		{"required when fit=goal", "microblog_a/search", "query=a&fit=goal", []string{"goal"}, false},
+		{"required when fit=goal, padded", "microblog_a/search", "query=a&fit=%20goal", []string{"goal"}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -252,15 +253,16 @@ func TestPathParameters(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
-	if _, err := Parse(strings.Repeat("a", MaxQueryBytes+1)); err == nil || err.Status != 400 || err.Details["reason"] != "query_too_long" {
-		t.Errorf("long query: %v", err)
+	q, err := Parse("api_key=x&q=" + strings.Repeat("a", MaxQueryBytes))
+	if err == nil || err.Status != 400 || err.Details["reason"] != "query_too_long" || q.Get("api_key") != "x" {
+		t.Errorf("long query: %v (a key in it must still be seen)", err)
 	}
 	for _, raw := range []string{"query=%zz", "query=a;b=c", "a=%"} {
 		if _, err := Parse(raw); err == nil || err.Status != 400 || err.Details["reason"] != "malformed_query" {
 			t.Errorf("%q: %v", raw, err)
 		}
 	}
-	q, err := Parse("api_key=x&query=%zz")
+	q, err = Parse("api_key=x&query=%zz")
 	if err == nil || q.Get("api_key") != "x" {
 		t.Error("a malformed query still shows what parsed, so a key in it is refused")
 	}
@@ -309,4 +311,26 @@ func FuzzValidate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A default is already canonical, so a request that spells it out and one
+// that omits it share one cache key.
+func TestDefaultsAreCanonical(t *testing.T) {
+	for _, e := range registry.Default().Endpoints() {
+		for _, p := range e.Accepted() {
+			if p.Default == "" {
+				continue
+			}
+			got, problem := check(p, p.Default)
+			if problem != nil || got != p.Default {
+				t.Errorf("%s %s: default %q is not canonical (%q, %v)", e.Key(), p.Name, p.Default, got, problem)
+			}
+		}
+	}
+	a, _ := validate(t, "marketplace_b/deals", "")
+	b, _ := validate(t, "marketplace_b/deals", "country=gb")
+	c, _ := validate(t, "app_store_a/app-info", "app_id=1&country=US&language=EN_us")
+	if a.CacheKey() != b.CacheKey() || c.Values["country"] != "us" || c.Values["language"] != "en_us" {
+		t.Errorf("case-insensitive codes fold: %q %q %v", a.CacheKey(), b.CacheKey(), c.Values)
+	}
 }

@@ -73,7 +73,7 @@ func (p *Pipeline) authenticate(x *exchange, query params.Query, bearerAllowed b
 		return auth.Principal{}, unauthorized("invalid_api_key", "The API key is not valid.")
 	}
 	if err != nil {
-		p.cfg.Logger.Error("key lookup failed", "request_id", x.requestID, "error", err.Error())
+		p.cfg.Logger.Error("key lookup failed", "request_id", x.requestID, "error", auth.Redact(err.Error()))
 		return auth.Principal{}, envelope.Internal()
 	}
 	return principal, nil
@@ -90,16 +90,9 @@ func methodNotAllowed(e *registry.Endpoint, method string) *envelope.Error {
 		e.Path()+" answers "+e.HTTPMethod()+" only.",
 		map[string]any{
 			"platform": e.Platform, "endpoint": e.ID,
-			"reason": "method_not_allowed", "method": truncateMethod(method), "allowed_methods": []string{e.HTTPMethod()},
+			"reason": "method_not_allowed", "method": auth.ForLog(method, 16), "allowed_methods": []string{e.HTTPMethod()},
 		})
 	return err.WithHeader("allow", e.HTTPMethod())
-}
-
-func truncateMethod(m string) string {
-	if len(m) > 16 {
-		return m[:16]
-	}
-	return m
 }
 
 // setDeprecationHeaders announces a deprecated endpoint (spec 9.3): the

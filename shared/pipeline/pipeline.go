@@ -164,8 +164,8 @@ func (p *Pipeline) errorsURL(r *http.Request) string {
 func (p *Pipeline) logRequest(x *exchange, start time.Time) {
 	attrs := []any{
 		"request_id", x.requestID,
-		"method", x.r.Method,
-		"path", logPath(x.r.URL.EscapedPath()),
+		"method", auth.ForLog(x.r.Method, 16),
+		"path", auth.ForLog(x.r.URL.EscapedPath(), 256), // never the query: it may carry a key sent by mistake
 		"status", x.w.status,
 		"duration_ms", float64(p.cfg.Now().Sub(start).Microseconds()) / 1000,
 	}
@@ -182,15 +182,6 @@ func (p *Pipeline) logRequest(x *exchange, start time.Time) {
 		attrs = append(attrs, "misrouted_to", string(x.misroutedTo))
 	}
 	p.cfg.Logger.Info("request", attrs...)
-}
-
-// logPath bounds the logged path; the query string is never logged, since
-// it may carry a key a caller put there by mistake.
-func logPath(p string) string {
-	if len(p) > 256 {
-		return p[:256] + "…"
-	}
-	return p
 }
 
 // statusWriter remembers the status for the log line.

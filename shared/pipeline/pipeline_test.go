@@ -37,7 +37,7 @@ func (m memKeys) Authenticate(_ context.Context, key string) (auth.Principal, er
 type failingKeys struct{}
 
 func (failingKeys) Authenticate(context.Context, string) (auth.Principal, error) {
-	return auth.Principal{}, errors.New("store unreachable: dial tcp 10.0.0.1:8000 secret=hunter2")
+	return auth.Principal{}, errors.New("store unreachable: dial tcp 10.0.0.1:8000 while looking up " + testKey)
 }
 
 type harness struct {
@@ -173,8 +173,11 @@ func TestKeyStoreFailureIsAnInternalErrorThatLeaksNothing(t *testing.T) {
 	if r.code != 500 || r.errorType() != "INTERNAL_ERROR" || strings.Contains(r.raw, "hunter2") || strings.Contains(r.raw, "10.0.0.1") {
 		t.Fatalf("%d %s", r.code, r.raw)
 	}
-	if !strings.Contains(h.logs.String(), r.body["request_id"].(string)) {
+	if !strings.Contains(h.logs.String(), r.body["request_id"].(string)) || !strings.Contains(h.logs.String(), "store unreachable") {
 		t.Error("the fault must be logged against the request id")
+	}
+	if strings.Contains(h.logs.String(), testKey[3:]) || strings.Contains(r.raw, testKey[3:]) {
+		t.Error("key material from a store error reached the log or the body")
 	}
 }
 
@@ -266,6 +269,12 @@ func TestFamilyServesOnlyItsRoutes(t *testing.T) {
 	}
 	if r := h.get("/docs/errors"); r.code != 404 {
 		t.Errorf("service page on the commerce function: %d", r.code)
+	}
+	// An escaped platform name falls to $default (the service function),
+	// which must not serve the platform's endpoint.
+	h = newHarness(t, func(c *Config) { c.Family = registry.Service })
+	if r := h.get("/v1/marketplace%5Fa/search?query=a"); r.code != 404 || r.details()["platform"] != "marketplace_a" {
+		t.Errorf("service function serving a commerce endpoint: %d %s", r.code, r.raw)
 	}
 }
 
@@ -385,6 +394,7 @@ func TestOneLogLinePerRequestWithoutSecrets(t *testing.T) {
 		h.do("GET", "/v1/company_registry/search?api_key="+otherKey),
 		h.do("GET", "/v1", "authorization", "Bearer "+testKey),
 		h.do("GET", "/v1/nope"),
+		h.do("GET", "/v1/social_a/event/"+otherKey, "x-api-key", testKey),
 	} {
 		ids[r.body["request_id"].(string)] = true
 	}

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"net/http"
 	"sort"
 	"sync"
 )
@@ -262,8 +263,8 @@ var apps = []Endpoint{
 		Name: "App store A app info", Description: "One app's store record: developer, price, rating, version and size.",
 		Params: []Param{
 			P("app_id", String, "Numeric track id or bundle id.").Req().Match(`[0-9]{1,20}|[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)+`, "a numeric track id or a bundle id such as com.example.app").Ex("284882215"),
-			countryParam.Named("country", "Store country (two-letter code).").Def("us"),
-			P("language", String, "Store language in the form en_us.").Match("[A-Za-z]{2}_[A-Za-z]{2}", "the form en_us").Ex("en_us"),
+			countryParam.Named("country", "Store country (two-letter code).").Lower().Def("us").Ex("us"),
+			localeParam.Named("language", "Store language, e.g. en_us.").Lower().Ex("en_us"),
 		},
 	},
 	{
@@ -394,7 +395,7 @@ var webAndBundles = []Endpoint{
 			P("posts_limit", Integer, "Posts to sample, 1-20.").Range(1, 20).Def("20"),
 			P("comment_posts", Integer, "Posts whose comments are sampled, 0-10.").Range(0, 10).Def("3"),
 			P("comments_per_post", Integer, "Comments per sampled post, 1-50.").Range(1, 50).Def("20"),
-			P("content_review", Boolean, "Flag advisory text in at most eight returned posts; no extra charge.").Def("off"),
+			P("content_review", Boolean, "Flag advisory text in at most eight returned posts; no extra charge (default off).").Def("false"),
 		},
 	},
 	{
@@ -491,6 +492,17 @@ var service = []Endpoint{
 		Platform: "batch", ID: "", Family: Batch, Kind: ServiceOwned, Method: "POST", Origin: SpecListed,
 		Name: "Batch", Description: "Up to 20 requests run independently; the wrapper costs 0 and each item is charged under its own rules.",
 	},
+}
+
+// Surfaces are declared here beside the endpoints, so the route table has
+// one source.
+var Surfaces = []Surface{
+	{http.MethodGet, "/openapi.json", Service, "OpenAPI 3.1 description of the registry, JSON."},
+	{http.MethodGet, "/openapi.yaml", Service, "OpenAPI 3.1 description of the registry, YAML."},
+	{"ANY", "/mcp", MCP, "MCP server: every endpoint as a tool (Bearer accepted)."},
+	{"ANY", "/sandbox", Sandbox, "Sandbox index (Bearer accepted)."},
+	{"ANY", "/sandbox/{proxy+}", Sandbox, "Free synthetic twins of the data endpoints."},
+	{http.MethodGet, "/docs/errors", Service, "The errors reference that error.doc_url anchors into."},
 }
 
 // Named is a parameter shape reused under another name and description.

@@ -33,6 +33,12 @@ func (p Param) Len(n int) Param { p.MaxLength = n; return p }
 // Match requires the whole value (or each list element) to match pattern.
 func (p Param) Match(pattern, hint string) Param { p.Pattern, p.PatternHint = pattern, hint; return p }
 
+// Upper folds the value to upper case in the canonical request.
+func (p Param) Upper() Param { p.Fold = "upper"; return p }
+
+// Lower folds the value to lower case in the canonical request.
+func (p Param) Lower() Param { p.Fold = "lower"; return p }
+
 // Of sets the element type of a list.
 func (p Param) Of(t ParamType) Param { p.Item = t; return p }
 
@@ -43,8 +49,8 @@ func (p Param) When(other, value string) Param { p.RequiredWhen = [2]string{othe
 var (
 	cursorParam   = P("cursor", String, "Opaque next-page token from the previous response; pass it back unchanged.").Len(4096)
 	pageParam     = P("page", Integer, "Page number, starting at 1.").AtLeast(1)
-	countryParam  = P("country", String, "Two-letter country code (ISO 3166-1 alpha-2).").Match("[A-Za-z]{2}", "two letters, e.g. us").Ex("us")
-	currencyParam = P("currency", String, "Three-letter currency code (ISO 4217).").Match("[A-Za-z]{3}", "three letters, e.g. USD").Ex("USD")
+	countryParam  = P("country", String, "Two-letter country code (ISO 3166-1 alpha-2).").Match("[A-Za-z]{2}", "two letters, e.g. US").Upper().Ex("US")
+	currencyParam = P("currency", String, "Three-letter currency code (ISO 4217).").Match("[A-Za-z]{3}", "three letters, e.g. USD").Upper().Ex("USD")
 	localeParam   = P("language", String, "Language or locale, e.g. en or en-GB.").Match("[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*", "a language tag such as en or en-GB").Ex("en")
 	handleParam   = P("handle", String, "Account handle, without a leading @.").Match(`[^@\s][^\s]*`, "a handle without a leading @ and without spaces").Len(100)
 	queryParam    = P("query", String, "Search text.").Req().Len(500).Ex("coffee grinder")

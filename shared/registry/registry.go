@@ -231,15 +231,11 @@ func (r *Registry) Routes() []Route {
 			Route{Method: "ANY", Path: "/v1/" + name + "/{proxy+}", Family: f},
 		)
 	}
-	return append(routes,
-		Route{Method: "ANY", Path: "/sandbox", Family: Sandbox},
-		Route{Method: "ANY", Path: "/sandbox/{proxy+}", Family: Sandbox},
-		Route{Method: "ANY", Path: "/mcp", Family: MCP},
-		Route{Method: http.MethodGet, Path: "/openapi.json", Family: Service},
-		Route{Method: http.MethodGet, Path: "/openapi.yaml", Family: Service},
-		Route{Method: http.MethodGet, Path: "/docs/errors", Family: Service},
-		Route{Method: "ANY", Path: DefaultRoute, Family: Service},
-	)
+	for _, s := range Surfaces {
+		routes = append(routes, Route{Method: s.Method, Path: s.Path, Family: s.Family})
+	}
+	// Unknown paths reach the service function, which answers a typed 404.
+	return append(routes, Route{Method: "ANY", Path: DefaultRoute, Family: Service})
 }
 
 // MatchRoute picks the route API Gateway would: an exact path beats a

@@ -23,7 +23,7 @@ type Resolution struct {
 // Unknown paths are 404 ENDPOINT_NOT_FOUND with the platform and endpoint as
 // parsed; retired endpoints are 410 naming their successor.
 func (r *Registry) Resolve(escapedPath string) (Resolution, *envelope.Error) {
-	segs, ok := splitPath(escapedPath)
+	segs, raws, ok := splitPath(escapedPath)
 	if !ok {
 		return Resolution{}, PathNotFound(escapedPath)
 	}
@@ -35,17 +35,23 @@ func (r *Registry) Resolve(escapedPath string) (Resolution, *envelope.Error) {
 		parsedEndpoint = strings.Join(segs[1:], "/")
 	}
 	p, ok := r.platforms[platformName]
-	if !ok {
+	if !ok || (len(segs) > 0 && raws[0] != segs[0]) {
+		// Route words are matched as written, as API Gateway matches
+		// routes: an escaped platform name is not that platform.
 		return Resolution{}, notFound(escapedPath, platformName, parsedEndpoint)
 	}
 	shape := make([]string, 0, len(segs))
 	var ids []string
-	for _, seg := range segs[min(1, len(segs)):] {
-		if IsIdentifier(seg) {
+	for i := 1; i < len(segs); i++ {
+		seg := segs[i]
+		switch {
+		case IsIdentifier(seg):
 			shape = append(shape, "{}")
 			ids = append(ids, seg)
-		} else {
+		case seg == raws[i] && wordPattern.MatchString(seg):
 			shape = append(shape, seg)
+		default: // no route word is escaped or holds other characters ("{}" included)
+			return Resolution{}, notFound(escapedPath, platformName, parsedEndpoint)
 		}
 	}
 	t, ok := p.templates[strings.Join(shape, "/")]
@@ -76,30 +82,31 @@ func (r *Registry) Resolve(escapedPath string) (Resolution, *envelope.Error) {
 // splitPath returns the unescaped segments after /v1, or false when the
 // path cannot name a route: outside /v1, too long, empty segments, bad
 // escapes or encoded slashes. A single trailing slash is forgiven.
-func splitPath(escapedPath string) ([]string, bool) {
+// It also returns the segments as written.
+func splitPath(escapedPath string) (segs, raws []string, ok bool) {
 	rest, ok := strings.CutPrefix(escapedPath, "/v1")
 	if !ok || (rest != "" && rest[0] != '/') || len(escapedPath) > MaxPathLength {
-		return nil, false
+		return nil, nil, false
 	}
 	rest = strings.TrimSuffix(strings.TrimPrefix(rest, "/"), "/")
 	if rest == "" {
-		return nil, true
+		return nil, nil, true
 	}
-	var segs []string
-	for _, raw := range strings.Split(rest, "/") {
+	raws = strings.Split(rest, "/")
+	for _, raw := range raws {
 		seg, err := url.PathUnescape(raw)
 		if err != nil || seg == "" || strings.Contains(seg, "/") {
-			return nil, false
+			return nil, nil, false
 		}
 		segs = append(segs, seg)
 	}
-	return segs, true
+	return segs, raws, true
 }
 
 // PathNotFound is the 404 for a path that names no endpoint, with the
 // platform and endpoint as parsed when the path could be parsed.
 func PathNotFound(escapedPath string) *envelope.Error {
-	segs, ok := splitPath(escapedPath)
+	segs, _, ok := splitPath(escapedPath)
 	if !ok {
 		return notFound(escapedPath, "", "")
 	}

@@ -70,7 +70,10 @@ type Param struct {
 	// Pattern, when set, must match the whole value (or each List element).
 	Pattern     string
 	PatternHint string // says in words what Pattern expects
-	Default     string
+	// Fold puts a case-insensitive code in one case ("upper" or "lower"),
+	// so equivalent spellings make one canonical request.
+	Fold    string
+	Default string
 	// RequiredWhen makes the parameter required when another parameter has
 	// a value: {"fit", "goal"} means required when fit=goal.
 	RequiredWhen [2]string
@@ -204,6 +207,15 @@ type Route struct {
 	Method string
 	Path   string
 	Family Family
+}
+
+// Surface is a path outside /v1 (spec 4.2): the machine-readable
+// descriptions, the MCP server, the sandbox and the errors reference.
+type Surface struct {
+	Method      string // "ANY" for every method
+	Path        string // API Gateway syntax
+	Family      Family
+	Description string
 }
 
 // DefaultRoute is API Gateway's catch-all route key.
