@@ -1,0 +1,466 @@
+// Package embedded is the Store for make run: in-process, persisted in one
+// bbolt file under MERIDIAN_DATA_DIR, so a restart keeps accounts, keys,
+// balances and the ledger. bbolt runs one write transaction at a time,
+// which makes every operation atomic without further locking.
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/meridian-data/meridian/shared/store"
+)
+
+var (
+	bAccounts     = []byte("accounts")     // account id -> account
+	bConsole      = []byte("console")      // console token hash -> account id
+	bKeys         = []byte("keys")         // account id \x00 key id -> key
+	bKeyHash      = []byte("keyhash")      // key hash -> account id \x00 key id
+	bLedger       = []byte("ledger")       // account id \x00 entry id -> entry
+	bReservations = []byte("reservations") // account id \x00 request id -> reservation
+)
+
+// Store is the embedded store.
+type Store struct {
+	db  *bolt.DB
+	now func() time.Time
+}
+
+// Open opens (or creates) dir/meridian.db.
+func Open(dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	db, err := bolt.Open(filepath.Join(dir, "meridian.db"), 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("embedded store: %w (is another make run using %s?)", err, dir)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bAccounts, bConsole, bKeys, bKeyHash, bLedger, bReservations} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Store{db: db, now: func() time.Time { return time.Now().UTC() }}, nil
+}
+
+// Close releases the file.
+func (s *Store) Close() error { return s.db.Close() }
+
+type account struct {
+	store.Account
+	ConsoleHash string
+}
+
+type reservation struct {
+	store.Charge
+	Status      string // reserved, settled, refunded
+	DebitEntry  string
+	RefundEntry string
+	CreatedAt   time.Time
+}
+
+func join(a, b string) []byte { return []byte(a + "\x00" + b) }
+
+func get[T any](b *bolt.Bucket, key []byte) (T, error) {
+	var v T
+	raw := b.Get(key)
+	if raw == nil {
+		return v, store.ErrNotFound
+	}
+	return v, json.Unmarshal(raw, &v)
+}
+
+func put(b *bolt.Bucket, key []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return b.Put(key, raw)
+}
+
+func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.Update(fn)
+}
+
+func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.View(fn)
+}
+
+// appendEntry writes a ledger entry and moves the account's balance by its amount.
+func (s *Store) appendEntry(tx *bolt.Tx, a *account, e store.Entry) (store.Entry, error) {
+	a.CreditsRemaining += e.Amount
+	if e.Type == store.EntryGrant {
+		a.CreditsLifetime += e.Amount
+	}
+	a.BalanceChangedAt = e.CreatedAt
+	e.ID, e.AccountID, e.BalanceAfter = store.NewEntryID(), a.ID, a.CreditsRemaining
+	if err := put(tx.Bucket(bAccounts), []byte(a.ID), a); err != nil {
+		return e, err
+	}
+	return e, put(tx.Bucket(bLedger), join(a.ID, e.ID), e)
+}
+
+func (s *Store) CreateAccount(ctx context.Context, credits int64, consoleTokenHash string) (store.Account, error) {
+	if credits < 0 {
+		return store.Account{}, errors.New("embedded store: negative credits")
+	}
+	now := s.now()
+	a := account{Account: store.Account{ID: store.NewAccountID(), CreatedAt: now, BalanceChangedAt: now}, ConsoleHash: consoleTokenHash}
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		if tx.Bucket(bConsole).Get([]byte(consoleTokenHash)) != nil {
+			return errors.New("embedded store: console token already in use")
+		}
+		if err := tx.Bucket(bConsole).Put([]byte(consoleTokenHash), []byte(a.ID)); err != nil {
+			return err
+		}
+		if err := put(tx.Bucket(bAccounts), []byte(a.ID), a); err != nil {
+			return err
+		}
+		if credits == 0 {
+			return nil
+		}
+		_, err := s.appendEntry(tx, &a, store.Entry{Type: store.EntryGrant, Amount: credits, Note: "opening balance", CreatedAt: now})
+		return err
+	})
+	return a.Account, err
+}
+
+func (s *Store) Account(ctx context.Context, accountID string) (store.Account, error) {
+	var a account
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		a, err = get[account](tx.Bucket(bAccounts), []byte(accountID))
+		return err
+	})
+	return a.Account, err
+}
+
+func (s *Store) AccountByConsoleToken(ctx context.Context, tokenHash string) (store.Account, error) {
+	var a account
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		id := tx.Bucket(bConsole).Get([]byte(tokenHash))
+		if id == nil {
+			return store.ErrNotFound
+		}
+		a, err = get[account](tx.Bucket(bAccounts), id)
+		return err
+	})
+	return a.Account, err
+}
+
+func (s *Store) Grant(ctx context.Context, accountID string, amount int64, note, requestID string) (store.Account, error) {
+	if amount <= 0 {
+		return store.Account{}, errors.New("embedded store: a grant is positive")
+	}
+	var a account
+	err := s.update(ctx, func(tx *bolt.Tx) (err error) {
+		if a, err = get[account](tx.Bucket(bAccounts), []byte(accountID)); err != nil {
+			return err
+		}
+		_, err = s.appendEntry(tx, &a, store.Entry{Type: store.EntryGrant, Amount: amount, Note: note, RequestID: requestID, CreatedAt: s.now()})
+		return err
+	})
+	return a.Account, err
+}
+
+func (s *Store) CreateKey(ctx context.Context, k store.Key) (store.Key, error) {
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		a, err := get[account](tx.Bucket(bAccounts), []byte(k.AccountID))
+		if err != nil {
+			return err
+		}
+		if a.ActiveKeys >= store.MaxActiveKeys {
+			return store.ErrTooManyKeys
+		}
+		if tx.Bucket(bKeyHash).Get([]byte(k.Hash)) != nil {
+			return errors.New("embedded store: key hash already stored")
+		}
+		now := s.now()
+		if k.ID == "" {
+			k.ID = store.NewKeyID()
+		}
+		k.Status, k.CreditsUsed, k.CreatedAt, k.UpdatedAt = store.KeyActive, 0, now, now
+		a.ActiveKeys++
+		if err := put(tx.Bucket(bAccounts), []byte(a.ID), a); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bKeyHash).Put([]byte(k.Hash), join(k.AccountID, k.ID)); err != nil {
+			return err
+		}
+		return put(tx.Bucket(bKeys), join(k.AccountID, k.ID), k)
+	})
+	return k, err
+}
+
+func (s *Store) KeyByHash(ctx context.Context, hash string) (store.Key, error) {
+	var k store.Key
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		ref := tx.Bucket(bKeyHash).Get([]byte(hash))
+		if ref == nil {
+			return store.ErrNotFound
+		}
+		k, err = get[store.Key](tx.Bucket(bKeys), ref)
+		return err
+	})
+	return k, err
+}
+
+func (s *Store) Key(ctx context.Context, accountID, keyID string) (store.Key, error) {
+	var k store.Key
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		k, err = get[store.Key](tx.Bucket(bKeys), join(accountID, keyID))
+		return err
+	})
+	return k, err
+}
+
+func (s *Store) Keys(ctx context.Context, accountID string) ([]store.Key, error) {
+	keys := []store.Key{}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		prefix := join(accountID, "")
+		c := tx.Bucket(bKeys).Cursor()
+		for raw, v := c.Seek(prefix); raw != nil && bytes.HasPrefix(raw, prefix); raw, v = c.Next() {
+			var k store.Key
+			if err := json.Unmarshal(v, &k); err != nil {
+				return err
+			}
+			if k.Status != store.KeyDeleted {
+				keys = append(keys, k)
+			}
+		}
+		return nil
+	})
+	sort.SliceStable(keys, func(i, j int) bool {
+		if !keys[i].CreatedAt.Equal(keys[j].CreatedAt) {
+			return keys[i].CreatedAt.Before(keys[j].CreatedAt)
+		}
+		return keys[i].ID < keys[j].ID
+	})
+	return keys, err
+}
+
+// changeKey loads a key and its account inside a write transaction, lets
+// fn edit them, and stores both.
+func (s *Store) changeKey(ctx context.Context, accountID, keyID string, fn func(a *account, k *store.Key) error) (store.Key, error) {
+	var k store.Key
+	err := s.update(ctx, func(tx *bolt.Tx) (err error) {
+		if k, err = get[store.Key](tx.Bucket(bKeys), join(accountID, keyID)); err != nil {
+			return err
+		}
+		a, err := get[account](tx.Bucket(bAccounts), []byte(accountID))
+		if err != nil {
+			return err
+		}
+		if k.Status == store.KeyDeleted {
+			return store.ErrKeyDeleted
+		}
+		if err := fn(&a, &k); err != nil {
+			return err
+		}
+		k.UpdatedAt = s.now()
+		if err := put(tx.Bucket(bAccounts), []byte(a.ID), a); err != nil {
+			return err
+		}
+		return put(tx.Bucket(bKeys), join(accountID, keyID), k)
+	})
+	return k, err
+}
+
+func (s *Store) SetKeyStatus(ctx context.Context, accountID, keyID string, to store.KeyStatus) (store.Key, error) {
+	return s.changeKey(ctx, accountID, keyID, func(a *account, k *store.Key) error {
+		switch {
+		case k.Status == to:
+			return nil
+		case to == store.KeyActive:
+			if a.ActiveKeys >= store.MaxActiveKeys {
+				return store.ErrTooManyKeys
+			}
+			a.ActiveKeys++
+		case to == store.KeyRevoked || to == store.KeyDeleted:
+			if k.Status == store.KeyActive {
+				a.ActiveKeys--
+			}
+		default:
+			return fmt.Errorf("embedded store: unknown status %q", to)
+		}
+		k.Status = to
+		return nil
+	})
+}
+
+func (s *Store) UpdateKey(ctx context.Context, accountID, keyID string, c store.KeyChange) (store.Key, error) {
+	return s.changeKey(ctx, accountID, keyID, func(_ *account, k *store.Key) error {
+		if c.Name != nil {
+			k.Name = *c.Name
+		}
+		if c.SetLimit {
+			k.CreditLimit = c.CreditLimit
+		}
+		return nil
+	})
+}
+
+func (s *Store) Reserve(ctx context.Context, c store.Charge) (store.Reservation, error) {
+	var res store.Reservation
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		resKey := join(c.AccountID, c.RequestID)
+		if tx.Bucket(bReservations).Get(resKey) != nil {
+			return store.ErrDuplicateRequest
+		}
+		k, err := get[store.Key](tx.Bucket(bKeys), join(c.AccountID, c.KeyID))
+		if err != nil {
+			return err
+		}
+		if k.Status != store.KeyActive {
+			return store.ErrKeyInactive
+		}
+		if k.CreditLimit != nil && k.CreditsUsed+c.Cost > *k.CreditLimit {
+			return &store.KeyLimitError{CreditLimit: *k.CreditLimit, CreditsUsed: k.CreditsUsed}
+		}
+		a, err := get[account](tx.Bucket(bAccounts), []byte(c.AccountID))
+		if err != nil {
+			return err
+		}
+		if a.CreditsRemaining < c.Cost {
+			return &store.InsufficientCreditsError{Required: c.Cost, Remaining: a.CreditsRemaining}
+		}
+		now := s.now()
+		k.CreditsUsed += c.Cost
+		if err := put(tx.Bucket(bKeys), join(k.AccountID, k.ID), k); err != nil {
+			return err
+		}
+		e, err := s.appendEntry(tx, &a, store.Entry{Type: store.EntryDebit, Amount: -c.Cost, RequestID: c.RequestID,
+			Endpoint: c.Endpoint, KeyID: c.KeyID, KeyPrefix: c.KeyPrefix, CreatedAt: now})
+		if err != nil {
+			return err
+		}
+		res = store.Reservation{Charge: c, CreditsRemaining: a.CreditsRemaining, DebitEntryID: e.ID}
+		return put(tx.Bucket(bReservations), resKey, reservation{Charge: c, Status: "reserved", DebitEntry: e.ID, CreatedAt: now})
+	})
+	return res, err
+}
+
+func (s *Store) Settle(ctx context.Context, accountID, requestID string) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		key := join(accountID, requestID)
+		r, err := get[reservation](tx.Bucket(bReservations), key)
+		if err != nil {
+			return err
+		}
+		switch r.Status {
+		case "settled":
+			return nil
+		case "refunded":
+			return errors.New("embedded store: the reservation was refunded")
+		}
+		r.Status = "settled"
+		return put(tx.Bucket(bReservations), key, r)
+	})
+}
+
+func (s *Store) Refund(ctx context.Context, accountID, requestID string) (int64, error) {
+	var balance int64
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		key := join(accountID, requestID)
+		r, err := get[reservation](tx.Bucket(bReservations), key)
+		if err != nil {
+			return err
+		}
+		a, err := get[account](tx.Bucket(bAccounts), []byte(accountID))
+		if err != nil {
+			return err
+		}
+		balance = a.CreditsRemaining
+		switch r.Status {
+		case "refunded":
+			return nil
+		case "settled":
+			return store.ErrSettled
+		}
+		k, err := get[store.Key](tx.Bucket(bKeys), join(accountID, r.KeyID))
+		if err != nil {
+			return err
+		}
+		k.CreditsUsed -= r.Cost
+		if err := put(tx.Bucket(bKeys), join(accountID, k.ID), k); err != nil {
+			return err
+		}
+		e, err := s.appendEntry(tx, &a, store.Entry{Type: store.EntryRefund, Amount: r.Cost, RequestID: requestID,
+			Endpoint: r.Endpoint, KeyID: r.KeyID, KeyPrefix: r.KeyPrefix, CreatedAt: s.now()})
+		if err != nil {
+			return err
+		}
+		balance = a.CreditsRemaining
+		r.Status, r.RefundEntry = "refunded", e.ID
+		return put(tx.Bucket(bReservations), key, r)
+	})
+	return balance, err
+}
+
+func (s *Store) Ledger(ctx context.Context, accountID string, q store.LedgerQuery) (store.LedgerPage, error) {
+	limit := q.Limit
+	if limit <= 0 || limit > 100 {
+		limit = 20
+	}
+	prefix := join(accountID, "")
+	start := append(append([]byte{}, prefix...), 0xff) // past the last entry of the account
+	if q.Cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(q.Cursor)
+		if err != nil || !bytes.HasPrefix(raw, prefix) {
+			return store.LedgerPage{}, store.ErrBadCursor
+		}
+		start = raw
+	}
+	page := store.LedgerPage{Entries: []store.Entry{}}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bLedger).Cursor()
+		k, v := c.Seek(start)
+		if k == nil {
+			k, v = c.Last()
+		}
+		// Seek lands on start or after it; step back to the first key before it.
+		for k != nil && bytes.Compare(k, start) >= 0 {
+			k, v = c.Prev()
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Prev() {
+			var e store.Entry
+			if err := json.Unmarshal(v, &e); err != nil {
+				return err
+			}
+			if q.RequestID != "" && e.RequestID != q.RequestID {
+				continue
+			}
+			if len(page.Entries) == limit {
+				page.NextCursor = base64.RawURLEncoding.EncodeToString(join(accountID, page.Entries[limit-1].ID))
+				return nil
+			}
+			page.Entries = append(page.Entries, e)
+		}
+		return nil
+	})
+	return page, err
+}
+
+var _ store.Store = (*Store)(nil)

@@ -1,0 +1,182 @@
+// Package store defines Meridian's storage as domain operations: accounts,
+// API keys, the wallet and its ledger. Two implementations satisfy it:
+// shared/store/dynamostore (production) and shared/store/embedded (make
+// run). One conformance suite (shared/store/storetest) runs against both.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// MaxActiveKeys is the per-account cap on active keys (spec 2.6, 8).
+const MaxActiveKeys = 5
+
+// KeyStatus is a key's state (spec 3.1).
+type KeyStatus string
+
+const (
+	KeyActive  KeyStatus = "active"
+	KeyRevoked KeyStatus = "revoked"
+	KeyDeleted KeyStatus = "deleted"
+)
+
+// Account is a wallet owner.
+type Account struct {
+	ID               string
+	CreditsRemaining int64
+	CreditsLifetime  int64 // every credit ever granted
+	BalanceChangedAt time.Time
+	ActiveKeys       int
+	CreatedAt        time.Time
+}
+
+// Key is an API key as stored: never the key itself, only its SHA-256
+// hash, 7-character prefix and last 4 characters (spec 2.6).
+type Key struct {
+	ID          string
+	AccountID   string
+	Hash        string // hex SHA-256 of the full key
+	Prefix      string
+	Last4       string
+	Name        string
+	Status      KeyStatus
+	CreditLimit *int64 // nil: uncapped
+	CreditsUsed int64
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// EntryType is the kind of a ledger entry.
+type EntryType string
+
+const (
+	EntryDebit  EntryType = "debit"
+	EntryRefund EntryType = "refund"
+	EntryGrant  EntryType = "grant"
+)
+
+// Entry is one ledger line. Amount is signed: a debit is negative.
+type Entry struct {
+	ID           string
+	AccountID    string
+	Type         EntryType
+	Amount       int64
+	BalanceAfter int64
+	RequestID    string
+	Endpoint     string // e.g. /v1/company_registry/search; empty for grants
+	KeyID        string
+	KeyPrefix    string
+	Note         string
+	CreatedAt    time.Time
+}
+
+// Charge asks to reserve Cost credits for one request.
+type Charge struct {
+	RequestID string
+	AccountID string
+	KeyID     string
+	KeyPrefix string
+	Endpoint  string
+	Cost      int64
+}
+
+// Reservation is a charge that went through: the debit is written.
+type Reservation struct {
+	Charge
+	CreditsRemaining int64
+	DebitEntryID     string
+}
+
+// LedgerQuery pages the ledger, newest first.
+type LedgerQuery struct {
+	Limit     int
+	Cursor    string // opaque, from the previous page
+	RequestID string // only entries caused by this request
+}
+
+// LedgerPage is one page of entries, newest first.
+type LedgerPage struct {
+	Entries    []Entry
+	NextCursor string // empty when there is no further page
+}
+
+// KeyChange is a console edit of a key. Nil fields are left alone.
+type KeyChange struct {
+	Name *string
+	// CreditLimit: set SetLimit to change it; a nil CreditLimit then removes the cap.
+	SetLimit    bool
+	CreditLimit *int64
+}
+
+// Store is every storage operation Meridian performs.
+type Store interface {
+	// CreateAccount opens an account holding credits (granted with a ledger
+	// entry) whose console is reached with the token hashing to consoleTokenHash.
+	CreateAccount(ctx context.Context, credits int64, consoleTokenHash string) (Account, error)
+	Account(ctx context.Context, accountID string) (Account, error)
+	AccountByConsoleToken(ctx context.Context, tokenHash string) (Account, error)
+	// Grant adds credits with a grant entry; returns the account after it.
+	Grant(ctx context.Context, accountID string, amount int64, note, requestID string) (Account, error)
+
+	// CreateKey stores a new active key; ErrTooManyKeys when the account
+	// already holds MaxActiveKeys active keys.
+	CreateKey(ctx context.Context, k Key) (Key, error)
+	// KeyByHash finds a key by the hash of the presented key, reading the
+	// latest state (no caching: revocation applies on the next request).
+	KeyByHash(ctx context.Context, hash string) (Key, error)
+	Key(ctx context.Context, accountID, keyID string) (Key, error)
+	// Keys lists an account's keys that are not deleted, oldest first.
+	Keys(ctx context.Context, accountID string) ([]Key, error)
+	// SetKeyStatus moves a key between states (spec 3.1). Reactivating
+	// past the cap is ErrTooManyKeys; a deleted key cannot change (ErrKeyDeleted).
+	SetKeyStatus(ctx context.Context, accountID, keyID string, to KeyStatus) (Key, error)
+	UpdateKey(ctx context.Context, accountID, keyID string, c KeyChange) (Key, error)
+
+	// Reserve atomically checks and charges the key's budget and the
+	// wallet and writes the debit. Errors: *KeyLimitError,
+	// *InsufficientCreditsError, ErrKeyInactive, ErrDuplicateRequest.
+	Reserve(ctx context.Context, c Charge) (Reservation, error)
+	// Settle records that the reserved call succeeded and keeps the charge.
+	Settle(ctx context.Context, accountID, requestID string) error
+	// Refund returns a reservation to the key and the wallet with a refund
+	// entry. Refunding twice refunds once; a settled reservation is
+	// ErrSettled. Returns the balance after.
+	Refund(ctx context.Context, accountID, requestID string) (int64, error)
+	Ledger(ctx context.Context, accountID string, q LedgerQuery) (LedgerPage, error)
+}
+
+// Errors a Store returns.
+var (
+	ErrNotFound         = errors.New("store: not found")
+	ErrTooManyKeys      = fmt.Errorf("store: an account holds at most %d active keys", MaxActiveKeys)
+	ErrKeyDeleted       = errors.New("store: the key is deleted")
+	ErrKeyInactive      = errors.New("store: the key is not active")
+	ErrDuplicateRequest = errors.New("store: this request id was already charged")
+	ErrBadCursor        = errors.New("store: the cursor is not valid")
+	// ErrSettled: the reservation's call succeeded and keeps its charge; it
+	// cannot be refunded.
+	ErrSettled = errors.New("store: the reservation is settled")
+)
+
+// KeyLimitError: the key's credit_limit would be exceeded (402 KEY_LIMIT_EXCEEDED).
+type KeyLimitError struct {
+	CreditLimit int64
+	CreditsUsed int64
+}
+
+func (e *KeyLimitError) Error() string {
+	return fmt.Sprintf("store: key limit %d reached (%d used)", e.CreditLimit, e.CreditsUsed)
+}
+
+// InsufficientCreditsError: the balance is below the cost (402 INSUFFICIENT_CREDITS).
+type InsufficientCreditsError struct {
+	Required  int64
+	Remaining int64
+}
+
+func (e *InsufficientCreditsError) Error() string {
+	return fmt.Sprintf("store: %d credits required, %d remaining", e.Required, e.Remaining)
+}
