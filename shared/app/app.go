@@ -5,11 +5,15 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -17,20 +21,29 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/meridian-data/meridian/shared/auth"
+	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/gateway"
 	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/registry"
+	"github.com/meridian-data/meridian/shared/store"
+	"github.com/meridian-data/meridian/shared/store/embedded"
 )
 
 // Environment variables read here (README, "Configuration").
 const (
-	EnvAddr      = "MERIDIAN_ADDR"       // local server listen address
-	EnvErrorsURL = "MERIDIAN_ERRORS_URL" // errors reference that doc_url anchors into
-	EnvLogLevel  = "MERIDIAN_LOG_LEVEL"  // debug, info (default), warn, error
+	EnvAddr            = "MERIDIAN_ADDR"              // local server listen address
+	EnvErrorsURL       = "MERIDIAN_ERRORS_URL"        // errors reference that doc_url anchors into
+	EnvLogLevel        = "MERIDIAN_LOG_LEVEL"         // debug, info (default), warn, error
+	EnvDataDir         = "MERIDIAN_DATA_DIR"          // embedded store folder (default .data)
+	EnvAdminToken      = "MERIDIAN_ADMIN_TOKEN"       // enables the operator API
+	EnvInvalidKeyLimit = "MERIDIAN_INVALID_KEY_LIMIT" // invalid-key attempts per client per minute (default 20)
 )
 
 // DefaultAddr is where make run listens.
 const DefaultAddr = "127.0.0.1:8080"
+
+// DevCredits is the balance of the development account make run creates.
+const DevCredits = 1000
 
 // Logger writes one JSON object per line to stdout (CloudWatch in Lambda).
 func Logger() *slog.Logger {
@@ -39,46 +52,64 @@ func Logger() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: level}))
 }
 
+// Deps are what a pipeline shares across families in one process.
+type Deps struct {
+	Store    store.Store // nil: no key is valid and nothing is billed
+	Throttle *auth.Throttle
+}
+
+// ThrottleFromEnv is the invalid-key throttle MERIDIAN_INVALID_KEY_LIMIT asks for.
+func ThrottleFromEnv() *auth.Throttle {
+	limit := 20
+	if n, err := strconv.Atoi(os.Getenv(EnvInvalidKeyLimit)); err == nil && n > 0 {
+		limit = n
+	}
+	return auth.NewThrottle(limit)
+}
+
 // Config is the pipeline configuration for one family ("" for all).
-func Config(family registry.Family, logger *slog.Logger) pipeline.Config {
+func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Config {
 	return pipeline.Config{
-		Registry:  registry.Default(),
-		Family:    family,
-		Keys:      auth.NoKeys{}, // the key store arrives with accounts; until then no key is valid
-		ErrorsURL: os.Getenv(EnvErrorsURL),
-		Logger:    logger,
+		Registry:   registry.Default(),
+		Family:     family,
+		Store:      deps.Store,
+		Throttle:   deps.Throttle,
+		AdminToken: os.Getenv(EnvAdminToken),
+		ErrorsURL:  os.Getenv(EnvErrorsURL),
+		Logger:     logger,
 	}
 }
 
 // Function is the Lambda handler of one family.
-func Function(family registry.Family, logger *slog.Logger) gateway.EventHandler {
-	cfg := Config(family, logger)
+func Function(family registry.Family, logger *slog.Logger, deps Deps) gateway.EventHandler {
+	cfg := Config(family, logger, deps)
 	return gateway.Lambda(pipeline.New(cfg), logger, cfg.ErrorsURL)
 }
 
 // StartLambda runs the family's function in the Lambda runtime.
 func StartLambda(family registry.Family) {
-	lambda.Start(Function(family, Logger()))
+	logger := Logger()
+	lambda.Start(Function(family, logger, Deps{Throttle: ThrottleFromEnv()}))
 }
 
 // LocalHandler serves every family in one process through the same event
 // adaptation Lambda uses.
-func LocalHandler(logger *slog.Logger) http.Handler {
+func LocalHandler(logger *slog.Logger, deps Deps) http.Handler {
 	functions := map[registry.Family]gateway.EventHandler{}
 	for _, f := range registry.Families {
-		functions[f] = Function(f, logger)
+		functions[f] = Function(f, logger, deps)
 	}
 	return gateway.Local(registry.Default().Routes(), functions, logger, os.Getenv(EnvErrorsURL))
 }
 
 // ListenAndServe runs the local server on addr until ctx ends.
-func ListenAndServe(ctx context.Context, addr string, logger *slog.Logger, ready func(net.Addr)) error {
+func ListenAndServe(ctx context.Context, addr string, logger *slog.Logger, deps Deps, ready func(net.Addr)) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           LocalHandler(logger),
+		Handler:           LocalHandler(logger, deps),
 		ReadHeaderTimeout: 10 * time.Second,
 		// Above the pipeline's own query cap, so an oversized query gets
 		// the typed 400 rather than net/http's plain-text 431.
@@ -105,18 +136,60 @@ func ListenAndServe(ctx context.Context, addr string, logger *slog.Logger, ready
 	}
 }
 
+// OpenLocalStore opens the embedded store in dir. On a new data dir it
+// creates the development account and writes its console token and first
+// API key to banner, once: they are stored only as hashes.
+func OpenLocalStore(ctx context.Context, dir, addr string, banner io.Writer) (*embedded.Store, error) {
+	_, statErr := os.Stat(filepath.Join(dir, "meridian.db"))
+	fresh := errors.Is(statErr, os.ErrNotExist)
+	s, err := embedded.Open(dir)
+	if err != nil || !fresh {
+		return s, err
+	}
+	acct, token, err := pipeline.CreateAccount(ctx, s, DevCredits, envelope.NewRequestID())
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	key, k := auth.NewKey(acct.ID, "development", nil)
+	if _, err := s.CreateKey(ctx, k); err != nil {
+		s.Close()
+		return nil, err
+	}
+	fmt.Fprintf(banner, `
+Meridian development account %s with %d credits (data in %s).
+Shown once; only hashes are stored:
+  console token  %s
+  API key        %s
+Try:
+  curl -H 'x-api-key: %s' http://%s/v1/credits/balance
+
+`, acct.ID, DevCredits, dir, token, key, key, addr)
+	return s, nil
+}
+
 // RunLocal is the local server's main: MERIDIAN_ADDR or 127.0.0.1:8080,
-// stopped by SIGINT or SIGTERM.
+// the embedded store in MERIDIAN_DATA_DIR or .data, stopped by SIGINT or SIGTERM.
 func RunLocal() {
 	logger := Logger()
 	addr := strings.TrimSpace(os.Getenv(EnvAddr))
 	if addr == "" {
 		addr = DefaultAddr
 	}
+	dir := strings.TrimSpace(os.Getenv(EnvDataDir))
+	if dir == "" {
+		dir = ".data"
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := ListenAndServe(ctx, addr, logger, func(a net.Addr) {
-		logger.Info("meridian listening", "addr", "http://"+a.String(), "try", "curl -i http://"+a.String()+"/v1")
+	s, err := OpenLocalStore(ctx, dir, addr, os.Stderr)
+	if err != nil {
+		logger.Error("cannot open the local store", "dir", dir, "error", err.Error())
+		os.Exit(1)
+	}
+	defer s.Close()
+	err = ListenAndServe(ctx, addr, logger, Deps{Store: s, Throttle: ThrottleFromEnv()}, func(a net.Addr) {
+		logger.Info("meridian listening", "addr", "http://"+a.String(), "data_dir", dir, "try", "curl -i http://"+a.String()+"/v1")
 	})
 	if err != nil {
 		logger.Error("local server stopped", "error", err.Error())

@@ -327,7 +327,7 @@ func invoke(t *testing.T, name string, family registry.Family, ev events.APIGate
 	t.Helper()
 	var logBuf bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	resp, err := app.Function(family, logger)(context.Background(), ev)
+	resp, err := app.Function(family, logger, app.Deps{})(context.Background(), ev)
 	if err != nil {
 		t.Fatalf("%s: the handler returned an error (API Gateway would answer an untyped 500): %v", name, err)
 	}

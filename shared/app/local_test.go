@@ -56,7 +56,9 @@ func startLocal(t *testing.T) *localServer {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
-	go func() { done <- app.ListenAndServe(ctx, "127.0.0.1:0", logger, func(a net.Addr) { ready <- a }) }()
+	go func() {
+		done <- app.ListenAndServe(ctx, "127.0.0.1:0", logger, app.Deps{}, func(a net.Addr) { ready <- a })
+	}()
 	var addr net.Addr
 	select {
 	case addr = <-ready:

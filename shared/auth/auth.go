@@ -14,6 +14,7 @@ import (
 type Principal struct {
 	AccountID string
 	KeyID     string
+	KeyPrefix string
 }
 
 // ErrUnknownKey means the key is unrecognised, revoked or deleted; all three

@@ -46,9 +46,10 @@ type Failure struct {
 // Amount returns a pointer for the credit fields.
 func Amount(c Credits) *Credits { return &c }
 
-// NewFailure builds the error envelope; every failure reports credits_used 0.
+// NewFailure builds the error envelope; every failure reports credits_used
+// 0, or null while its refund is pending.
 func NewFailure(e *Error, requestID, docBase string) Failure {
-	return Failure{
+	f := Failure{
 		Error: ErrorBody{
 			Type:    e.Type,
 			Message: e.Message,
@@ -56,9 +57,14 @@ func NewFailure(e *Error, requestID, docBase string) Failure {
 			DocURL:  DocURL(docBase, e.Type),
 			Details: e.Details,
 		},
-		CreditsUsed: Amount(0),
-		RequestID:   requestID,
+		CreditsUsed:      Amount(0),
+		CreditsRemaining: e.CreditsRemaining,
+		RequestID:        requestID,
 	}
+	if e.ChargePending {
+		f.CreditsUsed = nil
+	}
+	return f
 }
 
 // Marshal encodes an envelope without HTML escaping, so URLs stay readable.

@@ -67,7 +67,7 @@ func TestKeyRevokedIsListedButNeverEmitted(t *testing.T) {
 			return nil
 		}
 		src, err := os.ReadFile(path)
-		if err == nil && (strings.Contains(string(src), "KeyRevoked") || strings.Contains(string(src), `"KEY_REVOKED"`)) {
+		if err == nil && (strings.Contains(string(src), "envelope.KeyRevoked") || strings.Contains(string(src), `"KEY_REVOKED"`)) {
 			t.Errorf("%s refers to KEY_REVOKED; a revoked key answers UNAUTHORIZED", path)
 		}
 		return err

@@ -72,6 +72,11 @@ type Error struct {
 	Details map[string]any
 	// Header holds response headers that belong to this failure (retry-after, allow).
 	Header http.Header
+	// CreditsRemaining is the balance when it is known.
+	CreditsRemaining *int64
+	// ChargePending: a refund could not be written yet, so credits_used is
+	// null until reconciliation (spec 7).
+	ChargePending bool
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%s (%d): %s", e.Type, e.Status, e.Message) }

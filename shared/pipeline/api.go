@@ -2,8 +2,11 @@ package pipeline
 
 import (
 	"errors"
+	"math"
+	"net"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
@@ -59,6 +62,13 @@ func (p *Pipeline) authenticate(x *exchange, query params.Query, bearerAllowed b
 			"API keys are not accepted in the query string; send the x-api-key header. Treat the exposed key as compromised and rotate it.")
 	}
 	presented := auth.FromRequest(x.r, bearerAllowed)
+	client := clientOf(x.r)
+	if presented.Key != "" && p.cfg.Throttle != nil {
+		if wait, blocked := p.cfg.Throttle.Blocked(client); blocked {
+			return auth.Principal{}, rateLimited("invalid_key_attempts", wait,
+				"Too many requests with invalid API keys from this client.")
+		}
+	}
 	switch {
 	case presented.BearerRefused:
 		return auth.Principal{}, unauthorized("missing_api_key",
@@ -66,10 +76,12 @@ func (p *Pipeline) authenticate(x *exchange, query params.Query, bearerAllowed b
 	case presented.Key == "":
 		return auth.Principal{}, unauthorized("missing_api_key", "Send your API key in the x-api-key header.")
 	case !auth.WellFormed(presented.Key):
+		p.invalidKey(client)
 		return auth.Principal{}, unauthorized("invalid_api_key", "The API key is not valid.")
 	}
 	principal, err := p.cfg.Keys.Authenticate(x.r.Context(), presented.Key)
 	if errors.Is(err, auth.ErrUnknownKey) {
+		p.invalidKey(client)
 		return auth.Principal{}, unauthorized("invalid_api_key", "The API key is not valid.")
 	}
 	if err != nil {
@@ -77,6 +89,31 @@ func (p *Pipeline) authenticate(x *exchange, query params.Query, bearerAllowed b
 		return auth.Principal{}, envelope.Internal()
 	}
 	return principal, nil
+}
+
+func (p *Pipeline) invalidKey(client string) {
+	if p.cfg.Throttle != nil {
+		p.cfg.Throttle.Failed(client)
+	}
+}
+
+// clientOf identifies the caller for invalid-key throttling: the source IP
+// (API Gateway's requestContext.http.sourceIp becomes RemoteAddr).
+func clientOf(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
+}
+
+func rateLimited(reason string, wait time.Duration, message string) *envelope.Error {
+	seconds := int64(math.Ceil(wait.Seconds()))
+	if seconds < 1 {
+		seconds = 1
+	}
+	e := envelope.New(envelope.RateLimited, http.StatusTooManyRequests, message,
+		map[string]any{"reason": reason, "retry_after_seconds": seconds})
+	return e.WithHeader("retry-after", strconv.FormatInt(seconds, 10))
 }
 
 func unauthorized(reason, message string) *envelope.Error {
@@ -112,22 +149,6 @@ func setDeprecationHeaders(h http.Header, e *registry.Endpoint) {
 	}
 }
 
-// dispatch hands the call to its endpoint's handler.
-func (p *Pipeline) dispatch(x *exchange, c *Call) {
-	e := c.Endpoint
-	h, ok := p.cfg.Handlers[e.Key()]
-	if !ok || c.Sandbox {
-		x.fail(notAvailable(e, c.Sandbox))
-		return
-	}
-	data, err := h(x.r.Context(), c)
-	if err != nil {
-		x.fail(err)
-		return
-	}
-	p.succeed(x, c, data)
-}
-
 // notAvailable is the truthful answer when no eligible route can serve an
 // endpoint: 501 ENDPOINT_NOT_AVAILABLE, pointing data endpoints at their
 // free sandbox twin.
@@ -143,24 +164,4 @@ func notAvailable(e *registry.Endpoint, sandbox bool) *envelope.Error {
 	}
 	return envelope.New(envelope.EndpointNotAvailable, http.StatusNotImplemented,
 		e.Path()+" is not available in this deployment.", nil)
-}
-
-func (p *Pipeline) succeed(x *exchange, c *Call, data any) {
-	s := envelope.Success{
-		Success:     true,
-		Platform:    c.Endpoint.Platform,
-		Endpoint:    c.Endpoint.Path(),
-		Data:        data,
-		CreditsUsed: envelope.Amount(0),
-		RequestID:   x.requestID,
-		Synthetic:   c.Sandbox,
-	}
-	body, err := envelope.Marshal(s)
-	if err != nil {
-		p.cfg.Logger.Error("encode response", "request_id", x.requestID, "error", err.Error())
-		x.fail(envelope.Internal())
-		return
-	}
-	x.w.Header().Set("x-cache", "MISS")
-	envelope.WriteJSON(x.w, http.StatusOK, x.requestID, s.CreditsUsed, s.CreditsRemaining, body)
 }

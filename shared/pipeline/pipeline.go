@@ -17,6 +17,7 @@ import (
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/params"
 	"github.com/meridian-data/meridian/shared/registry"
+	"github.com/meridian-data/meridian/shared/store"
 )
 
 // Call is a resolved, authenticated and validated request.
@@ -28,6 +29,8 @@ type Call struct {
 	// Sandbox is true for /sandbox calls: free and synthetic.
 	Sandbox bool
 	Request *http.Request
+	// CreditsRemaining may be set by a handler that learns the balance.
+	CreditsRemaining *int64
 }
 
 // Handler serves one endpoint after the pipeline has admitted the call.
@@ -41,6 +44,13 @@ type Config struct {
 	// table gives to another family are refused. Empty serves all families.
 	Family registry.Family
 	Keys   auth.KeySource
+	// Store holds accounts, keys, the wallet and the ledger. With a store,
+	// paid calls are billed and the credits endpoints are served.
+	Store store.Store
+	// Throttle refuses clients that keep presenting invalid keys.
+	Throttle *auth.Throttle
+	// AdminToken enables the operator API (/admin) when set.
+	AdminToken string
 	// ErrorsURL is the errors reference that doc_url anchors into. Empty
 	// derives {proto}://{host}/docs/errors from the request.
 	ErrorsURL string
@@ -60,7 +70,11 @@ type Pipeline struct {
 // New builds a pipeline; built-in handlers (the API and platform indexes)
 // are added to cfg.Handlers unless already set.
 func New(cfg Config) *Pipeline {
-	if cfg.Keys == nil {
+	switch {
+	case cfg.Keys != nil:
+	case cfg.Store != nil:
+		cfg.Keys = auth.StoreKeys{Store: cfg.Store}
+	default:
 		cfg.Keys = auth.NoKeys{}
 	}
 	if cfg.Logger == nil {
@@ -74,6 +88,10 @@ func New(cfg Config) *Pipeline {
 		if e.IsIndex() {
 			handlers[e.Key()] = indexHandler(cfg.Registry)
 		}
+	}
+	if cfg.Store != nil {
+		handlers["credits/balance"] = balanceHandler(cfg.Store)
+		handlers["credits/transactions"] = transactionsHandler(cfg.Store)
 	}
 	for k, h := range cfg.Handlers {
 		handlers[k] = h
@@ -126,6 +144,10 @@ func (p *Pipeline) route(x *exchange) {
 		p.serveAPI(x, path, false)
 	case path == "/sandbox" || strings.HasPrefix(path, "/sandbox/"):
 		p.serveAPI(x, "/v1"+strings.TrimPrefix(path, "/sandbox"), true)
+	case path == "/console" || strings.HasPrefix(path, "/console/"):
+		p.serveConsole(x, path)
+	case path == "/admin" || strings.HasPrefix(path, "/admin/"):
+		p.serveAdmin(x, path)
 	case path == "/docs/errors" && x.r.Method == http.MethodGet:
 		serveErrorsReference(x.w)
 	case path == "/openapi.json" || path == "/openapi.yaml" || path == "/mcp":

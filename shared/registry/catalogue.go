@@ -503,6 +503,8 @@ var Surfaces = []Surface{
 	{"ANY", "/sandbox", Sandbox, "Sandbox index (Bearer accepted)."},
 	{"ANY", "/sandbox/{proxy+}", Sandbox, "Free synthetic twins of the data endpoints."},
 	{http.MethodGet, "/docs/errors", Service, "The errors reference that error.doc_url anchors into."},
+	{"ANY", "/console/{proxy+}", Service, "Console API: an account's keys and balance (Bearer console token)."},
+	{"ANY", "/admin/{proxy+}", Service, "Operator API: accounts and grants (x-admin-token; IAM-protected in AWS)."},
 }
 
 // Named is a parameter shape reused under another name and description.

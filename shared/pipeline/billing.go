@@ -1,0 +1,144 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+
+	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/registry"
+	"github.com/meridian-data/meridian/shared/store"
+)
+
+// BillingRefundPending is error.details.billing_status when a failed call's
+// refund could not be written: credits_used is null until reconciliation.
+const BillingRefundPending = "refund_pending"
+
+// dispatch hands the call to its endpoint's handler. A paid data call is
+// reserved before the handler runs and settled or refunded after it
+// (spec 7): its net charge is its cost on success and 0 on failure.
+func (p *Pipeline) dispatch(x *exchange, c *Call) {
+	e := c.Endpoint
+	h, ok := p.cfg.Handlers[e.Key()]
+	if !ok || c.Sandbox {
+		x.fail(notAvailable(e, c.Sandbox))
+		return
+	}
+	paid := e.Kind == registry.Data && e.Cost > 0 && p.cfg.Store != nil
+	if e.Kind == registry.Data && c.Params.DryRun {
+		p.succeed(x, c, dryRun(e), 0, nil)
+		return
+	}
+	if !paid {
+		data, err := p.run(h, x, c)
+		if err != nil {
+			x.fail(err)
+			return
+		}
+		p.succeed(x, c, data, 0, c.CreditsRemaining)
+		return
+	}
+	charge := store.Charge{
+		RequestID: c.RequestID, AccountID: c.Principal.AccountID, KeyID: c.Principal.KeyID,
+		KeyPrefix: c.Principal.KeyPrefix, Endpoint: e.Path(), Cost: e.Cost,
+	}
+	res, err := p.cfg.Store.Reserve(x.r.Context(), charge)
+	if err != nil {
+		x.fail(p.reserveRefusal(x, err))
+		return
+	}
+	data, herr := p.run(h, x, c)
+	if herr != nil {
+		p.refund(x, charge, herr)
+		x.fail(herr)
+		return
+	}
+	// A settle that cannot be written leaves the charge reserved (kept);
+	// reconciliation settles it from the usage record.
+	if err := p.cfg.Store.Settle(context.WithoutCancel(x.r.Context()), charge.AccountID, charge.RequestID); err != nil {
+		p.cfg.Logger.Error("settle failed", "request_id", x.requestID, "error", err.Error())
+	}
+	p.succeed(x, c, data, e.Cost, envelope.Amount(res.CreditsRemaining))
+}
+
+// run calls a handler; a panic becomes INTERNAL_ERROR here, so a paid call
+// still refunds.
+func (p *Pipeline) run(h Handler, x *exchange, c *Call) (data any, err *envelope.Error) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.cfg.Logger.Error("panic", "request_id", x.requestID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			data, err = nil, envelope.Internal()
+		}
+	}()
+	return h(x.r.Context(), c)
+}
+
+// refund returns a failed call's reservation; the failure then reports the
+// balance after it. If the refund cannot be written the charge is pending:
+// credits_used null and details.billing_status.
+func (p *Pipeline) refund(x *exchange, charge store.Charge, failure *envelope.Error) {
+	// The caller may have gone; the refund must still be written.
+	balance, err := p.cfg.Store.Refund(context.WithoutCancel(x.r.Context()), charge.AccountID, charge.RequestID)
+	if err == nil {
+		failure.CreditsRemaining = envelope.Amount(balance)
+		return
+	}
+	p.cfg.Logger.Error("refund failed", "request_id", x.requestID, "error", err.Error())
+	failure.ChargePending = true
+	if failure.Details == nil {
+		failure.Details = map[string]any{}
+	}
+	failure.Details["billing_status"] = BillingRefundPending
+}
+
+func (p *Pipeline) reserveRefusal(x *exchange, err error) *envelope.Error {
+	var limit *store.KeyLimitError
+	var short *store.InsufficientCreditsError
+	switch {
+	case errors.As(err, &limit):
+		return envelope.New(envelope.KeyLimitExceeded, http.StatusPaymentRequired,
+			"This call would exceed the key's credit_limit of "+strconv.FormatInt(limit.CreditLimit, 10)+".",
+			map[string]any{"credit_limit": limit.CreditLimit, "credits_used": limit.CreditsUsed})
+	case errors.As(err, &short):
+		e := envelope.New(envelope.InsufficientCredits, http.StatusPaymentRequired,
+			"The balance is below this call's cost.",
+			map[string]any{"required": short.Required, "remaining": short.Remaining})
+		e.CreditsRemaining = envelope.Amount(short.Remaining)
+		return e
+	case errors.Is(err, store.ErrKeyInactive):
+		// Revoked between authentication and reservation: the next request rule.
+		return unauthorized("invalid_api_key", "The API key is not valid.")
+	}
+	p.cfg.Logger.Error("reserve failed", "request_id", x.requestID, "error", err.Error())
+	return envelope.Internal()
+}
+
+// dryRun is the zero-credit estimate of spec 4: nothing fetched or reserved.
+func dryRun(e *registry.Endpoint) map[string]any {
+	return map[string]any{"dry_run": true, "credit_cost": e.Cost, "would_fetch": false}
+}
+
+// succeed writes the success envelope with the credits this call used.
+func (p *Pipeline) succeed(x *exchange, c *Call, data any, used int64, remaining *int64) {
+	s := envelope.Success{
+		Success:          true,
+		Platform:         c.Endpoint.Platform,
+		Endpoint:         c.Endpoint.Path(),
+		Data:             data,
+		CreditsUsed:      envelope.Amount(used),
+		CreditsRemaining: remaining,
+		RequestID:        x.requestID,
+		Synthetic:        c.Sandbox,
+	}
+	body, err := envelope.Marshal(s)
+	if err != nil {
+		p.cfg.Logger.Error("encode response", "request_id", x.requestID, "error", err.Error())
+		x.fail(envelope.Internal())
+		return
+	}
+	x.w.Header().Set("x-cache", "MISS")
+	envelope.WriteJSON(x.w, http.StatusOK, x.requestID, s.CreditsUsed, s.CreditsRemaining, body)
+}

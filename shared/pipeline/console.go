@@ -1,0 +1,372 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/meridian-data/meridian/shared/auth"
+	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/store"
+)
+
+// The console API (an account's own keys, spec 3.1) and the operator API
+// (accounts and grants). Bodies are JSON objects; failures use the error
+// envelope of spec 2.2.
+
+// ConsoleTokenPrefix starts every console token.
+const ConsoleTokenPrefix = "mc_"
+
+// maxConsoleBody bounds console and admin request bodies.
+const maxConsoleBody = 64 << 10
+
+// keyView is a key as the console shows it: never the full key.
+type keyView struct {
+	ID          string    `json:"id"`
+	Name        string    `json:"name"`
+	Prefix      string    `json:"prefix"`
+	Last4       string    `json:"last4"`
+	Status      string    `json:"status"`
+	CreditLimit *int64    `json:"credit_limit"`
+	CreditsUsed int64     `json:"credits_used"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+func viewOf(k store.Key) keyView {
+	return keyView{k.ID, k.Name, k.Prefix, k.Last4, string(k.Status), k.CreditLimit, k.CreditsUsed, k.CreatedAt.UTC()}
+}
+
+// newKeyView is the one response that carries the full key.
+type newKeyView struct {
+	keyView
+	Key string `json:"key"`
+}
+
+func (p *Pipeline) serveConsole(x *exchange, path string) {
+	if p.cfg.Store == nil {
+		x.fail(envelope.New(envelope.EndpointNotAvailable, http.StatusNotImplemented, "The console needs a store.", nil))
+		return
+	}
+	token := bearerToken(x.r)
+	if token == "" {
+		x.fail(unauthorized("missing_console_token", "Send the console token as Authorization: Bearer."))
+		return
+	}
+	acct, err := p.cfg.Store.AccountByConsoleToken(x.r.Context(), auth.Hash(token))
+	if errors.Is(err, store.ErrNotFound) {
+		x.fail(unauthorized("invalid_console_token", "The console token is not valid."))
+		return
+	}
+	if err != nil {
+		x.fail(p.internal(x, "console token lookup", err))
+		return
+	}
+	rest := strings.TrimPrefix(path, "/console")
+	segs := strings.Split(strings.Trim(rest, "/"), "/")
+	m := x.r.Method
+	switch {
+	case rest == "/overview" && m == http.MethodGet:
+		p.consoleOverview(x, acct)
+	case rest == "/keys" && m == http.MethodGet:
+		p.consoleKeys(x, acct)
+	case rest == "/keys" && m == http.MethodPost:
+		p.consoleCreateKey(x, acct)
+	case len(segs) == 2 && segs[0] == "keys" && m == http.MethodPatch:
+		p.consoleUpdateKey(x, acct, segs[1])
+	case len(segs) == 2 && segs[0] == "keys" && m == http.MethodDelete:
+		p.consoleSetStatus(x, acct, segs[1], store.KeyDeleted)
+	case len(segs) == 3 && segs[0] == "keys" && segs[2] == "revoke" && m == http.MethodPost:
+		p.consoleSetStatus(x, acct, segs[1], store.KeyRevoked)
+	case len(segs) == 3 && segs[0] == "keys" && segs[2] == "reactivate" && m == http.MethodPost:
+		p.consoleSetStatus(x, acct, segs[1], store.KeyActive)
+	default:
+		x.fail(envelope.New(envelope.EndpointNotFound, http.StatusNotFound, "No console operation matches this method and path.",
+			map[string]any{"path": auth.ForLog(path, 200), "method": auth.ForLog(m, 16)}))
+	}
+}
+
+func bearerToken(r *http.Request) string {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
+}
+
+func (p *Pipeline) consoleOverview(x *exchange, acct store.Account) {
+	ctx := x.r.Context()
+	keys, err := p.cfg.Store.Keys(ctx, acct.ID)
+	if err != nil {
+		x.fail(p.internal(x, "list keys", err))
+		return
+	}
+	body := map[string]any{
+		"account_id":         acct.ID,
+		"credits_remaining":  acct.CreditsRemaining,
+		"credits_lifetime":   acct.CreditsLifetime,
+		"balance_changed_at": acct.BalanceChangedAt.UTC(),
+	}
+	if len(keys) == 0 {
+		// spec 3.1: the first overview of an account without a key creates one, shown once.
+		full, k := auth.NewKey(acct.ID, "default", nil)
+		created, err := p.cfg.Store.CreateKey(ctx, k)
+		if err != nil {
+			x.fail(p.keyError(x, err))
+			return
+		}
+		keys = append(keys, created)
+		body["new_key"] = map[string]string{"id": created.ID, "key": full}
+	}
+	views := make([]keyView, 0, len(keys))
+	for _, k := range keys {
+		views = append(views, viewOf(k))
+	}
+	body["keys"] = views
+	writeConsole(x, http.StatusOK, body)
+}
+
+func (p *Pipeline) consoleKeys(x *exchange, acct store.Account) {
+	keys, err := p.cfg.Store.Keys(x.r.Context(), acct.ID)
+	if err != nil {
+		x.fail(p.internal(x, "list keys", err))
+		return
+	}
+	views := make([]keyView, 0, len(keys))
+	for _, k := range keys {
+		views = append(views, viewOf(k))
+	}
+	writeConsole(x, http.StatusOK, map[string]any{"items": views, "count": len(views)})
+}
+
+// keyFields is the body of POST /console/keys and PATCH /console/keys/{id}.
+// credit_limit distinguishes absent (leave alone) from null (uncapped).
+type keyFields struct {
+	Name        *string         `json:"name"`
+	CreditLimit json.RawMessage `json:"credit_limit"`
+}
+
+func (f keyFields) check() (store.KeyChange, *envelope.Error) {
+	var c store.KeyChange
+	if f.Name != nil {
+		name := strings.TrimSpace(*f.Name)
+		if utf8.RuneCountInString(name) > 100 || strings.IndexFunc(name, func(r rune) bool { return r < ' ' }) >= 0 {
+			return c, fieldError("name", "invalid", "name is at most 100 printable characters.")
+		}
+		c.Name = &name
+	}
+	if len(f.CreditLimit) > 0 {
+		c.SetLimit = true
+		if string(f.CreditLimit) != "null" {
+			var limit int64
+			if err := json.Unmarshal(f.CreditLimit, &limit); err != nil || limit < 0 {
+				return c, fieldError("credit_limit", "invalid", "credit_limit is a whole number of credits, 0 or more, or null for uncapped.")
+			}
+			c.CreditLimit = &limit
+		}
+	}
+	return c, nil
+}
+
+func (p *Pipeline) consoleCreateKey(x *exchange, acct store.Account) {
+	var f keyFields
+	if e := readJSON(x.r, &f); e != nil {
+		x.fail(e)
+		return
+	}
+	change, e := f.check()
+	if e != nil {
+		x.fail(e)
+		return
+	}
+	name := ""
+	if change.Name != nil {
+		name = *change.Name
+	}
+	full, k := auth.NewKey(acct.ID, name, change.CreditLimit)
+	created, err := p.cfg.Store.CreateKey(x.r.Context(), k)
+	if err != nil {
+		x.fail(p.keyError(x, err))
+		return
+	}
+	writeConsole(x, http.StatusCreated, newKeyView{viewOf(created), full})
+}
+
+func (p *Pipeline) consoleUpdateKey(x *exchange, acct store.Account, keyID string) {
+	var f keyFields
+	if e := readJSON(x.r, &f); e != nil {
+		x.fail(e)
+		return
+	}
+	change, e := f.check()
+	if e != nil {
+		x.fail(e)
+		return
+	}
+	k, err := p.cfg.Store.UpdateKey(x.r.Context(), acct.ID, keyID, change)
+	if err != nil {
+		x.fail(p.keyError(x, err))
+		return
+	}
+	writeConsole(x, http.StatusOK, viewOf(k))
+}
+
+func (p *Pipeline) consoleSetStatus(x *exchange, acct store.Account, keyID string, to store.KeyStatus) {
+	k, err := p.cfg.Store.SetKeyStatus(x.r.Context(), acct.ID, keyID, to)
+	if err != nil {
+		x.fail(p.keyError(x, err))
+		return
+	}
+	writeConsole(x, http.StatusOK, viewOf(k))
+}
+
+func (p *Pipeline) keyError(x *exchange, err error) *envelope.Error {
+	switch {
+	case errors.Is(err, store.ErrTooManyKeys):
+		return envelope.New(envelope.InvalidParameters, http.StatusConflict,
+			"An account holds at most 5 active keys; revoke or delete one first.",
+			map[string]any{"reason": "active_key_limit", "max": store.MaxActiveKeys})
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrKeyDeleted):
+		// A deleted key has left the console; it cannot be changed or restored.
+		return envelope.New(envelope.ResourceNotFound, http.StatusNotFound, "No such key in this account.", nil)
+	}
+	return p.internal(x, "key operation", err)
+}
+
+// serveAdmin is the operator API, enabled only when an admin token is configured.
+func (p *Pipeline) serveAdmin(x *exchange, path string) {
+	if p.cfg.AdminToken == "" || p.cfg.Store == nil {
+		x.fail(registry404(path))
+		return
+	}
+	given := x.r.Header.Get("x-admin-token")
+	if given == "" {
+		x.fail(unauthorized("missing_admin_token", "Send the operator token in x-admin-token."))
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(given), []byte(p.cfg.AdminToken)) != 1 {
+		x.fail(unauthorized("invalid_admin_token", "The operator token is not valid."))
+		return
+	}
+	segs := strings.Split(strings.Trim(strings.TrimPrefix(path, "/admin"), "/"), "/")
+	switch {
+	case len(segs) == 1 && segs[0] == "accounts" && x.r.Method == http.MethodPost:
+		p.adminCreateAccount(x)
+	case len(segs) == 3 && segs[0] == "accounts" && segs[2] == "credits" && x.r.Method == http.MethodPost:
+		p.adminGrant(x, segs[1])
+	default:
+		x.fail(registry404(path))
+	}
+}
+
+func (p *Pipeline) adminCreateAccount(x *exchange) {
+	var body struct {
+		Credits *int64 `json:"credits"`
+	}
+	if e := readJSON(x.r, &body); e != nil {
+		x.fail(e)
+		return
+	}
+	if body.Credits == nil || *body.Credits < 0 {
+		x.fail(fieldError("credits", "invalid", "credits is a whole number, 0 or more."))
+		return
+	}
+	acct, token, err := CreateAccount(x.r.Context(), p.cfg.Store, *body.Credits, x.requestID)
+	if err != nil {
+		x.fail(p.internal(x, "create account", err))
+		return
+	}
+	writeConsole(x, http.StatusCreated, map[string]any{"account_id": acct.ID, "console_token": token})
+}
+
+func (p *Pipeline) adminGrant(x *exchange, accountID string) {
+	var body struct {
+		Amount *int64 `json:"amount"`
+		Note   string `json:"note"`
+	}
+	if e := readJSON(x.r, &body); e != nil {
+		x.fail(e)
+		return
+	}
+	if body.Amount == nil || *body.Amount <= 0 {
+		x.fail(fieldError("amount", "invalid", "amount is a whole number of credits, 1 or more."))
+		return
+	}
+	if utf8.RuneCountInString(body.Note) > 500 {
+		x.fail(fieldError("note", "too_long", "note is at most 500 characters."))
+		return
+	}
+	acct, err := p.cfg.Store.Grant(x.r.Context(), accountID, *body.Amount, body.Note, x.requestID)
+	if errors.Is(err, store.ErrNotFound) {
+		x.fail(envelope.New(envelope.ResourceNotFound, http.StatusNotFound, "No such account.", nil))
+		return
+	}
+	if err != nil {
+		x.fail(p.internal(x, "grant", err))
+		return
+	}
+	writeConsole(x, http.StatusOK, map[string]any{"account_id": acct.ID, "credits_remaining": acct.CreditsRemaining})
+}
+
+// CreateAccount opens an account and mints its console token, returned
+// once; only its hash is stored. The opening credits are a grant entry
+// naming requestID, like every other ledger entry.
+func CreateAccount(ctx context.Context, s store.Store, credits int64, requestID string) (store.Account, string, error) {
+	token := auth.NewSecret(ConsoleTokenPrefix)
+	acct, err := s.CreateAccount(ctx, 0, auth.Hash(token))
+	if err != nil || credits == 0 {
+		return acct, token, err
+	}
+	acct, err = s.Grant(ctx, acct.ID, credits, "opening balance", requestID)
+	return acct, token, err
+}
+
+func registry404(path string) *envelope.Error {
+	return envelope.New(envelope.EndpointNotFound, http.StatusNotFound, "No endpoint matches this path.",
+		map[string]any{"path": auth.ForLog(path, 200)})
+}
+
+func fieldError(field, reason, message string) *envelope.Error {
+	return envelope.New(envelope.InvalidParameters, http.StatusUnprocessableEntity, message,
+		map[string]any{"field": field, "reason": reason})
+}
+
+func readJSON(r *http.Request, v any) *envelope.Error {
+	raw, err := io.ReadAll(io.LimitReader(r.Body, maxConsoleBody+1))
+	if err != nil {
+		return envelope.New(envelope.InvalidParameters, http.StatusBadRequest, "The body could not be read.", map[string]any{"reason": "malformed_body"})
+	}
+	if len(raw) > maxConsoleBody {
+		return envelope.New(envelope.InvalidParameters, http.StatusRequestEntityTooLarge, "The body is too large.",
+			map[string]any{"reason": "body_too_large", "max_bytes": maxConsoleBody})
+	}
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		raw = []byte("{}")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil || dec.More() {
+		return envelope.New(envelope.InvalidParameters, http.StatusBadRequest, "The body is not the expected JSON object.",
+			map[string]any{"reason": "malformed_body"})
+	}
+	return nil
+}
+
+func writeConsole(x *exchange, status int, body any) {
+	raw, err := envelope.Marshal(body)
+	if err != nil {
+		x.fail(envelope.Internal())
+		return
+	}
+	envelope.WriteJSON(x.w, status, x.requestID, nil, nil, raw)
+}
+
+func (p *Pipeline) internal(x *exchange, what string, err error) *envelope.Error {
+	p.cfg.Logger.Error(what+" failed", "request_id", x.requestID, "error", auth.Redact(err.Error()))
+	return envelope.Internal()
+}

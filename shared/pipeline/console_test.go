@@ -1,0 +1,189 @@
+package pipeline
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func (b *billed) consoleDo(method, target, body string, headers ...string) response {
+	b.t.Helper()
+	req := httptest.NewRequest(method, "http://api.test"+target, strings.NewReader(body))
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	rec := httptest.NewRecorder()
+	b.p.ServeHTTP(rec, req)
+	res := response{code: rec.Code, header: rec.Header(), raw: rec.Body.String()}
+	res.body = decode(b.t.(*testing.T), rec.Body.String())
+	return res
+}
+
+func (b *billed) asOwner(method, target, body string) response {
+	return b.consoleDo(method, target, body, "authorization", "Bearer "+b.console)
+}
+
+func TestConsoleAuthentication(t *testing.T) {
+	b := newBilled(t, 10, nil)
+	if r := b.consoleDo("GET", "/console/overview", ""); r.code != 401 || r.details()["reason"] != "missing_console_token" {
+		t.Errorf("no token: %d %s", r.code, r.raw)
+	}
+	if r := b.consoleDo("GET", "/console/overview", "", "authorization", "Bearer mc_nope"); r.code != 401 || r.details()["reason"] != "invalid_console_token" {
+		t.Errorf("bad token: %d %s", r.code, r.raw)
+	}
+	if r := b.consoleDo("GET", "/console/overview", "", "authorization", "Bearer "+b.key); r.code != 401 {
+		t.Errorf("an API key is not a console token: %d", r.code)
+	}
+	if r := b.asOwner("GET", "/console/nothing", ""); r.code != 404 || r.errorType() != "ENDPOINT_NOT_FOUND" {
+		t.Errorf("unknown console path: %d", r.code)
+	}
+}
+
+func TestConsoleOverviewCreatesTheFirstKeyOnce(t *testing.T) {
+	b := newBilled(t, 10, nil)
+	acct, token, err := CreateAccount(t.Context(), b.store, 50, "req_open")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.console = token
+	r := b.asOwner("GET", "/console/overview", "")
+	nk, ok := r.body["new_key"].(map[string]any)
+	if r.code != 200 || !ok || r.body["account_id"] != acct.ID || r.body["credits_remaining"] != float64(50) {
+		t.Fatalf("%d %s", r.code, r.raw)
+	}
+	key := nk["key"].(string)
+	if len(key) != 46 || !strings.HasPrefix(key, "mn_") {
+		t.Fatalf("key %q", key)
+	}
+	if got := b.do("GET", "/v1/credits/balance", "x-api-key", key); got.code != 200 {
+		t.Errorf("the new key works at once: %d", got.code)
+	}
+	r = b.asOwner("GET", "/console/overview", "")
+	if _, again := r.body["new_key"]; again || strings.Contains(r.raw, key[3:]) {
+		t.Errorf("the key is shown once: %s", r.raw)
+	}
+	if keys := r.body["keys"].([]any); len(keys) != 1 || keys[0].(map[string]any)["prefix"] != key[:7] || keys[0].(map[string]any)["last4"] != key[42:] {
+		t.Errorf("keys %v", keys)
+	}
+}
+
+func TestConsoleKeyLifecycle(t *testing.T) {
+	b := newBilled(t, 100, nil)
+	r := b.asOwner("POST", "/console/keys", `{"name":"ci","credit_limit":30}`)
+	if r.code != 201 || r.body["name"] != "ci" || r.body["credit_limit"] != float64(30) || r.body["status"] != "active" ||
+		r.body["credits_used"] != float64(0) || r.body["id"] == nil || r.body["prefix"] == nil || r.body["last4"] == nil {
+		t.Fatalf("create: %d %s", r.code, r.raw)
+	}
+	id, key := r.body["id"].(string), r.body["key"].(string)
+	if list := b.asOwner("GET", "/console/keys", ""); strings.Contains(list.raw, key[3:]) || list.body["count"] != float64(2) {
+		t.Errorf("the list never shows a full key: %s", list.raw)
+	}
+	use := func() int { return b.do("GET", "/v1/credits/balance", "x-api-key", key).code }
+	if use() != 200 {
+		t.Fatal("new key")
+	}
+	if r := b.asOwner("POST", "/console/keys/"+id+"/revoke", ""); r.code != 200 || r.body["status"] != "revoked" {
+		t.Fatalf("revoke: %s", r.raw)
+	}
+	if got := b.do("GET", "/v1/credits/balance", "x-api-key", key); got.code != 401 || got.details()["reason"] != "invalid_api_key" {
+		t.Errorf("revocation applies on the very next request: %d", got.code)
+	}
+	if r := b.asOwner("POST", "/console/keys/"+id+"/reactivate", ""); r.code != 200 || r.body["status"] != "active" || use() != 200 {
+		t.Errorf("reactivate: %s", r.raw)
+	}
+	if r := b.asOwner("PATCH", "/console/keys/"+id, `{"name":"renamed"}`); r.code != 200 || r.body["name"] != "renamed" || r.body["credit_limit"] != float64(30) {
+		t.Errorf("rename keeps the limit: %s", r.raw)
+	}
+	if r := b.asOwner("PATCH", "/console/keys/"+id, `{"credit_limit":null}`); r.code != 200 || r.body["credit_limit"] != nil {
+		t.Errorf("uncap: %s", r.raw)
+	}
+	if r := b.asOwner("DELETE", "/console/keys/"+id, ""); r.code != 200 || r.body["status"] != "deleted" || use() != 401 {
+		t.Errorf("delete: %s", r.raw)
+	}
+	if r := b.asOwner("POST", "/console/keys/"+id+"/reactivate", ""); r.code != 404 || r.errorType() != "RESOURCE_NOT_FOUND" {
+		t.Errorf("no undo after delete: %d %s", r.code, r.raw)
+	}
+	if list := b.asOwner("GET", "/console/keys", ""); list.body["count"] != float64(1) {
+		t.Errorf("a deleted key disappears: %s", list.raw)
+	}
+	if r := b.asOwner("POST", "/console/keys/key_unknown/revoke", ""); r.code != 404 {
+		t.Errorf("unknown key: %d", r.code)
+	}
+}
+
+func TestConsoleFiveKeyCapAndBadBodies(t *testing.T) {
+	b := newBilled(t, 100, nil) // holds one key already
+	for i := 0; i < 4; i++ {
+		if r := b.asOwner("POST", "/console/keys", `{"name":"k"}`); r.code != 201 {
+			t.Fatalf("key %d: %s", i+2, r.raw)
+		}
+	}
+	r := b.asOwner("POST", "/console/keys", `{}`)
+	if r.code != http.StatusConflict || r.errorType() != "INVALID_PARAMETERS" || r.details()["reason"] != "active_key_limit" || r.details()["max"] != float64(5) {
+		t.Fatalf("sixth key: %d %s", r.code, r.raw)
+	}
+	checkEnvelope(t, r)
+	for body, status := range map[string]int{
+		`{"name":`:              400,
+		`{"nme":"x"}`:           400,
+		`[]`:                    400,
+		`{"credit_limit":-1}`:   422,
+		`{"credit_limit":1.5}`:  422,
+		`{"credit_limit":"10"}`: 422,
+		`{"name":"` + strings.Repeat("n", 101) + `"}`: 422,
+	} {
+		if r := b.asOwner("PATCH", "/console/keys/"+b.keyRec.ID, body); r.code != status {
+			t.Errorf("%s: %d, want %d", body, r.code, status)
+		}
+	}
+}
+
+func TestAdminAPI(t *testing.T) {
+	off := newBilled(t, 10, nil)
+	if r := off.consoleDo("POST", "/admin/accounts", `{"credits":5}`, "x-admin-token", "anything"); r.code != 404 {
+		t.Errorf("disabled without MERIDIAN_ADMIN_TOKEN: %d", r.code)
+	}
+	b := newBilled(t, 10, nil, func(c *Config) { c.AdminToken = "operator-secret" })
+	if r := b.consoleDo("POST", "/admin/accounts", `{"credits":5}`); r.code != 401 || r.details()["reason"] != "missing_admin_token" {
+		t.Errorf("no token: %d %s", r.code, r.raw)
+	}
+	if r := b.consoleDo("POST", "/admin/accounts", `{"credits":5}`, "x-admin-token", "wrong"); r.code != 401 {
+		t.Errorf("wrong token: %d", r.code)
+	}
+	admin := func(method, target, body string) response {
+		return b.consoleDo(method, target, body, "x-admin-token", "operator-secret")
+	}
+	r := admin("POST", "/admin/accounts", `{"credits":250}`)
+	if r.code != 201 || r.body["account_id"] == nil || !strings.HasPrefix(r.body["console_token"].(string), ConsoleTokenPrefix) {
+		t.Fatalf("create: %d %s", r.code, r.raw)
+	}
+	id := r.body["account_id"].(string)
+	b.console = r.body["console_token"].(string)
+	if ov := b.asOwner("GET", "/console/overview", ""); ov.code != 200 || ov.body["credits_remaining"] != float64(250) {
+		t.Errorf("the new console token works: %s", ov.raw)
+	}
+	r = admin("POST", "/admin/accounts/"+id+"/credits", `{"amount":50,"note":"welcome"}`)
+	if r.code != 200 || r.body["credits_remaining"] != float64(300) {
+		t.Fatalf("grant: %d %s", r.code, r.raw)
+	}
+	page, _ := b.store.Ledger(t.Context(), id, storeQuery(10))
+	if len(page.Entries) != 2 || page.Entries[0].Note != "welcome" || page.Entries[0].RequestID != r.header.Get("x-request-id") ||
+		page.Entries[1].RequestID == "" {
+		t.Errorf("grant entries name their requests: %+v", page.Entries)
+	}
+	for target, body := range map[string]string{
+		"/admin/accounts":                    `{"credits":-1}`,
+		"/admin/accounts/" + id + "/credits": `{"amount":0}`,
+	} {
+		if r := admin("POST", target, body); r.code != 422 {
+			t.Errorf("%s %s: %d", target, body, r.code)
+		}
+	}
+	if r := admin("POST", "/admin/accounts/acct_missing/credits", `{"amount":5}`); r.code != 404 || r.errorType() != "RESOURCE_NOT_FOUND" {
+		t.Errorf("unknown account: %d", r.code)
+	}
+	if r := admin("GET", "/admin/accounts", ""); r.code != 404 {
+		t.Errorf("unknown admin operation: %d", r.code)
+	}
+}
