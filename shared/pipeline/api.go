@@ -32,7 +32,7 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 		return
 	}
 	query, qerr := params.Parse(x.r.URL.RawQuery)
-	principal, aerr := p.authenticate(x, query, bearerAccepted(e))
+	principal, aerr := p.authenticate(x, query, x.r.Method == http.MethodGet)
 	if aerr != nil {
 		x.fail(aerr)
 		return
@@ -50,12 +50,8 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 	p.dispatch(x, call)
 }
 
-// bearerAccepted is spec 5.2: Bearer works on GET /v1, GET /sandbox and
-// /mcp only; /sandbox resolves to the same index endpoint as /v1.
-func bearerAccepted(e *registry.Endpoint) bool {
-	return e.Platform == "" && e.ID == ""
-}
-
+// Bearer (spec 5.2) is accepted on GET requests under /v1 and /sandbox
+// (and on /mcp); never on POST /v1/batch.
 func (p *Pipeline) authenticate(x *exchange, query params.Query, bearerAllowed bool) (auth.Principal, *envelope.Error) {
 	if _, inQuery := query[auth.QueryKeyParam]; inQuery {
 		return auth.Principal{}, unauthorized("query_string_key_rejected",
@@ -72,7 +68,7 @@ func (p *Pipeline) authenticate(x *exchange, query params.Query, bearerAllowed b
 	switch {
 	case presented.BearerRefused:
 		return auth.Principal{}, unauthorized("missing_api_key",
-			"Authorization: Bearer is accepted only on GET /v1, GET /sandbox and /mcp; send the x-api-key header.")
+			"Authorization: Bearer is accepted only on GET requests under /v1 and /sandbox and on /mcp; send the x-api-key header.")
 	case presented.Key == "":
 		return auth.Principal{}, unauthorized("missing_api_key", "Send your API key in the x-api-key header.")
 	case !auth.WellFormed(presented.Key):

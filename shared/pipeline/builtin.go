@@ -56,7 +56,7 @@ func apiIndex(reg *registry.Registry) map[string]any {
 		"description": "Public data from many platforms in one JSON envelope. Successful data calls spend credits; failures cost 0.",
 		"auth": map[string]any{
 			"header": "x-api-key",
-			"bearer": "Authorization: Bearer is accepted on GET /v1, GET /sandbox and /mcp only.",
+			"bearer": "Authorization: Bearer is accepted on GET requests under /v1 and /sandbox and on /mcp; POST /v1/batch takes x-api-key only.",
 		},
 		"platforms": platforms,
 		"links": map[string]string{

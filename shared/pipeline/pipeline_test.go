@@ -143,14 +143,16 @@ func TestAuthentication(t *testing.T) {
 		{"key in the query", "GET", "/v1/company_registry/search?query=a&api_key=" + testKey, nil, 401, "query_string_key_rejected"},
 		{"key in the query beside a header", "GET", "/v1/company_registry/search?api_key=x", []string{"x-api-key", testKey}, 401, "query_string_key_rejected"},
 		{"key in a malformed query", "GET", "/v1/company_registry/search?api_key=x&q=%zz", []string{"x-api-key", testKey}, 401, "query_string_key_rejected"},
-		{"bearer on a data endpoint", "GET", "/v1/company_registry/search?query=a", []string{"authorization", "Bearer " + testKey}, 401, "missing_api_key"},
+		{"bearer on a data endpoint", "GET", "/v1/company_registry/search?query=a", []string{"authorization", "Bearer " + testKey}, 501, ""},
+		{"unknown bearer on a data endpoint", "GET", "/v1/company_registry/search?query=a", []string{"authorization", "Bearer " + otherKey}, 401, "invalid_api_key"},
+		{"bearer on a POST", "POST", "/v1/company_registry/search?query=a", []string{"authorization", "Bearer " + testKey}, 404, ""},
 		{"bearer on batch", "POST", "/v1/batch", []string{"authorization", "Bearer " + testKey}, 401, "missing_api_key"},
 		{"unknown bearer on /v1", "GET", "/v1", []string{"authorization", "Bearer " + otherKey}, 401, "invalid_api_key"},
 		{"bearer on /v1", "GET", "/v1", []string{"authorization", "Bearer " + testKey}, 200, ""},
 		{"lowercase bearer scheme on /v1", "GET", "/v1", []string{"authorization", "bearer " + testKey}, 200, ""},
 		{"x-api-key on /v1", "GET", "/v1", []string{"x-api-key", testKey}, 200, ""},
 		{"bearer on /sandbox", "GET", "/sandbox", []string{"authorization", "Bearer " + testKey}, 501, ""},
-		{"bearer on a sandbox endpoint", "GET", "/sandbox/company_registry/search?query=a", []string{"authorization", "Bearer " + testKey}, 401, "missing_api_key"},
+		{"bearer on a sandbox endpoint", "GET", "/sandbox/company_registry/search?query=a", []string{"authorization", "Bearer " + testKey}, 501, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
