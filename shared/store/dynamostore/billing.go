@@ -1,0 +1,268 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/meridian-data/meridian/shared/store"
+)
+
+func ref(pk, sk string) [2]string { return [2]string{pk, sk} }
+
+func pick[T any](found map[string]map[string]types.AttributeValue, pk, sk string) (*T, error) {
+	return decode[T](found[pk+"\x00"+sk])
+}
+
+// Reserve charges c.Cost to the key's budget and the wallet, writes the
+// debit entry and the reservation, all in one transaction:
+//
+//	key          ADD credits_used :cost  if #status = active AND credit_limit = :limit AND credits_used <= :limit - :cost
+//	                                     (uncapped: #status = active AND attribute_not_exists(credit_limit))
+//	account      SET balance = :expected - :cost  if balance = :expected AND balance_version = :version
+//	ledger       debit entry             if attribute_not_exists(pk)
+//	reservation  req#<request id>        if attribute_not_exists(pk) (or expired)
+//
+// It starts from one strongly consistent read of the three items. A failed
+// condition returns the item as it was: an inactive key, a key over its
+// limit or a balance below the cost are refusals (the key's are reported
+// first); a changed limit or balance is retried with the new values, as
+// are transaction conflicts, until ctx ends. Under contention each round
+// has a winner, since every loser retries from the state the winner left.
+func (s *Store) Reserve(ctx context.Context, c store.Charge) (store.Reservation, error) {
+	if c.Cost <= 0 {
+		return store.Reservation{}, errors.New("dynamostore: a reservation costs more than 0")
+	}
+	if c.RequestID == "" || c.AccountID == "" || c.KeyID == "" {
+		return store.Reservation{}, errors.New("dynamostore: a charge needs a request, an account and a key")
+	}
+	pk, keySK, resSK := accountPK(c.AccountID), pfxKey+c.KeyID, pfxReq+c.RequestID
+	found, err := s.getMany(ctx, ref(pk, skAccount), ref(pk, keySK), ref(pk, resSK))
+	if err != nil {
+		return store.Reservation{}, err
+	}
+	r, err := pick[reservationItem](found, pk, resSK)
+	if err != nil {
+		return store.Reservation{}, err
+	}
+	if r != nil && !r.expired(s.now()) {
+		return store.Reservation{}, store.ErrDuplicateRequest
+	}
+	k, err := pick[keyItem](found, pk, keySK)
+	if err != nil {
+		return store.Reservation{}, err
+	}
+	a, err := pick[accountItem](found, pk, skAccount)
+	if err != nil {
+		return store.Reservation{}, err
+	}
+	for attempt := 0; ; attempt++ {
+		switch {
+		case k == nil || a == nil:
+			return store.Reservation{}, store.ErrNotFound
+		case k.Status != string(store.KeyActive):
+			return store.Reservation{}, store.ErrKeyInactive
+		case k.CreditLimit != nil && k.CreditsUsed+c.Cost > *k.CreditLimit:
+			return store.Reservation{}, &store.KeyLimitError{CreditLimit: *k.CreditLimit, CreditsUsed: k.CreditsUsed}
+		case a.Balance < c.Cost:
+			return store.Reservation{}, &store.InsufficientCreditsError{Required: c.Cost, Remaining: a.Balance}
+		}
+		now, entryID, after := s.now(), store.NewEntryID(), a.Balance-c.Cost
+
+		keyCond := "#status = :active AND attribute_not_exists(credit_limit)"
+		keyVals := vals{":active": str(string(store.KeyActive)), ":cost": num(c.Cost)}
+		if k.CreditLimit != nil {
+			keyCond = "#status = :active AND credit_limit = :limit AND credits_used <= :maxUsed"
+			keyVals[":limit"], keyVals[":maxUsed"] = num(*k.CreditLimit), num(*k.CreditLimit-c.Cost)
+		}
+		debit, err := marshal(ledgerItem{
+			PK: pk, SK: pfxLedger + entryID, Type: string(store.EntryDebit), Amount: -c.Cost, BalanceAfter: after,
+			RequestID: c.RequestID, Endpoint: c.Endpoint, KeyID: c.KeyID, KeyPrefix: c.KeyPrefix, CreatedAt: now,
+		})
+		if err != nil {
+			return store.Reservation{}, err
+		}
+		res, err := marshal(reservationItem{
+			PK: pk, SK: resSK, Status: resReserved, Cost: c.Cost, KeyID: c.KeyID, KeyPrefix: c.KeyPrefix,
+			Endpoint: c.Endpoint, DebitEntry: entryID, CreatedAt: now,
+		})
+		if err != nil {
+			return store.Reservation{}, err
+		}
+		cx, err := s.transact(ctx, []types.TransactWriteItem{
+			update(s, pk, keySK, keyCond, "ADD credits_used :cost", statusName, keyVals),
+			moveBalance(s, a, after, now, 0),
+			putNew(s, debit),
+			{Put: &types.Put{
+				TableName:                           s.table,
+				Item:                                res,
+				ConditionExpression:                 aws.String("attribute_not_exists(pk) OR expires_at <= :nowSec"),
+				ExpressionAttributeValues:           vals{":nowSec": num(now.Unix())},
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}},
+		})
+		if err != nil {
+			return store.Reservation{}, err
+		}
+		if cx == nil {
+			return store.Reservation{Charge: c, CreditsRemaining: after, DebitEntryID: entryID}, nil
+		}
+		if bad, _ := cx.failed(3); bad {
+			return store.Reservation{}, store.ErrDuplicateRequest
+		}
+		if bad, _ := cx.failed(2); bad {
+			return store.Reservation{}, errors.New("dynamostore: ledger entry id collision")
+		}
+		if bad, old := cx.failed(0); bad {
+			if k, err = decode[keyItem](old); err != nil {
+				return store.Reservation{}, err
+			}
+		}
+		if bad, old := cx.failed(1); bad {
+			if a, err = decode[accountItem](old); err != nil {
+				return store.Reservation{}, err
+			}
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return store.Reservation{}, err
+		}
+	}
+}
+
+// Settle marks a reservation settled: its call succeeded and keeps the
+// charge. Settling twice is fine; a refunded reservation is ErrRefunded.
+func (s *Store) Settle(ctx context.Context, accountID, requestID string) error {
+	now := s.now()
+	in := &dynamodb.UpdateItemInput{
+		TableName:                s.table,
+		Key:                      itemKey(accountPK(accountID), pfxReq+requestID),
+		ConditionExpression:      aws.String("#status = :reserved"),
+		UpdateExpression:         aws.String("SET #status = :settled, expires_at = :exp"),
+		ExpressionAttributeNames: statusName,
+		ExpressionAttributeValues: vals{":reserved": str(resReserved), ":settled": str(resSettled),
+			":exp": num(now.Add(ReservationRetention).Unix())},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	for attempt := 0; ; attempt++ {
+		_, err := s.db.UpdateItem(ctx, in)
+		if err == nil {
+			return nil
+		}
+		if bad, old := condFailed(err); bad {
+			r, err := decode[reservationItem](old)
+			switch {
+			case err != nil:
+				return err
+			case r == nil || r.expired(now):
+				return store.ErrNotFound
+			case r.Status == resSettled:
+				return nil
+			case r.Status == resRefunded:
+				return ErrRefunded
+			}
+			return fmt.Errorf("dynamostore: reservation in state %q", r.Status)
+		}
+		if !conflict(err) {
+			return fmt.Errorf("dynamostore: settle: %w", err)
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
+// Refund returns a reserved charge to the key and the wallet with a refund
+// entry, in one transaction: the reservation moves reserved -> refunded
+// (so a refund happens once), the key's credits_used drops by the cost and
+// the balance rises by it (conditioned on the balance read, retried like
+// Grant). A reservation already refunded returns the balance without a
+// second entry; a settled one is store.ErrSettled.
+func (s *Store) Refund(ctx context.Context, accountID, requestID string) (int64, error) {
+	pk, resSK := accountPK(accountID), pfxReq+requestID
+	found, err := s.getMany(ctx, ref(pk, resSK), ref(pk, skAccount))
+	if err != nil {
+		return 0, err
+	}
+	r, err := pick[reservationItem](found, pk, resSK)
+	if err != nil {
+		return 0, err
+	}
+	a, err := pick[accountItem](found, pk, skAccount)
+	if err != nil {
+		return 0, err
+	}
+	// BatchGetItem reads each item on its own, not one snapshot: an account
+	// read with a reservation already refunded may predate that refund.
+	accountFresh := false
+	for attempt := 0; ; attempt++ {
+		now := s.now()
+		switch {
+		case r == nil || r.expired(now) || a == nil:
+			return 0, store.ErrNotFound
+		case r.Status == resRefunded:
+			if !accountFresh {
+				// Read after the refund was seen: the balance includes it.
+				if a, err = get[accountItem](ctx, s, pk, skAccount); err != nil {
+					return 0, err
+				}
+				if a == nil {
+					return 0, store.ErrNotFound
+				}
+			}
+			return a.Balance, nil
+		case r.Status == resSettled:
+			return 0, store.ErrSettled
+		}
+		entryID, after := store.NewEntryID(), a.Balance+r.Cost
+		entry, err := marshal(ledgerItem{
+			PK: pk, SK: pfxLedger + entryID, Type: string(store.EntryRefund), Amount: r.Cost, BalanceAfter: after,
+			RequestID: requestID, Endpoint: r.Endpoint, KeyID: r.KeyID, KeyPrefix: r.KeyPrefix, CreatedAt: now,
+		})
+		if err != nil {
+			return 0, err
+		}
+		cx, err := s.transact(ctx, []types.TransactWriteItem{
+			update(s, pk, resSK, "#status = :reserved", "SET #status = :refunded, refund_entry = :entry, expires_at = :exp",
+				statusName, vals{":reserved": str(resReserved), ":refunded": str(resRefunded), ":entry": str(entryID),
+					":exp": num(now.Add(ReservationRetention).Unix())}),
+			update(s, pk, pfxKey+r.KeyID, "attribute_exists(pk)", "ADD credits_used :minus", nil,
+				vals{":minus": num(-r.Cost)}),
+			moveBalance(s, a, after, now, 0),
+			putNew(s, entry),
+		})
+		if err != nil {
+			return 0, err
+		}
+		if cx == nil {
+			return after, nil
+		}
+		if bad, _ := cx.failed(1); bad {
+			return 0, fmt.Errorf("dynamostore: refund %s: key %s is missing", requestID, r.KeyID)
+		}
+		if bad, _ := cx.failed(3); bad {
+			return 0, errors.New("dynamostore: ledger entry id collision")
+		}
+		// The old items of one cancelled transaction are one snapshot.
+		accountFresh = false
+		if bad, old := cx.failed(2); bad {
+			if a, err = decode[accountItem](old); err != nil {
+				return 0, err
+			}
+			accountFresh = true
+		}
+		if bad, old := cx.failed(0); bad {
+			// Another refund (or a settle) won: decide again from its state.
+			if r, err = decode[reservationItem](old); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return 0, err
+		}
+	}
+}
