@@ -26,6 +26,7 @@ import (
 	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/store"
+	"github.com/meridian-data/meridian/shared/store/dynamostore"
 	"github.com/meridian-data/meridian/shared/store/embedded"
 )
 
@@ -37,6 +38,7 @@ const (
 	EnvDataDir         = "MERIDIAN_DATA_DIR"          // embedded store folder (default .data)
 	EnvAdminToken      = "MERIDIAN_ADMIN_TOKEN"       // enables the operator API
 	EnvInvalidKeyLimit = "MERIDIAN_INVALID_KEY_LIMIT" // invalid-key attempts per client per minute (default 20)
+	EnvTable           = "MERIDIAN_TABLE"             // DynamoDB table of the Lambda functions
 )
 
 // DefaultAddr is where make run listens.
@@ -86,10 +88,36 @@ func Function(family registry.Family, logger *slog.Logger, deps Deps) gateway.Ev
 	return gateway.Lambda(pipeline.New(cfg), logger, cfg.ErrorsURL)
 }
 
+// StoreFromEnv is the DynamoDB store named by MERIDIAN_TABLE, with the
+// standard AWS SDK configuration (AWS_ENDPOINT_URL included), or nil
+// when MERIDIAN_TABLE is unset.
+func StoreFromEnv(ctx context.Context) (store.Store, error) {
+	table := strings.TrimSpace(os.Getenv(EnvTable))
+	if table == "" {
+		return nil, nil
+	}
+	client, err := dynamostore.NewClientFromEnv(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return dynamostore.New(client, table), nil
+}
+
+// LambdaDeps builds what a function needs once per cold start.
+func LambdaDeps(ctx context.Context) (Deps, error) {
+	s, err := StoreFromEnv(ctx)
+	return Deps{Store: s, Throttle: ThrottleFromEnv()}, err
+}
+
 // StartLambda runs the family's function in the Lambda runtime.
 func StartLambda(family registry.Family) {
 	logger := Logger()
-	lambda.Start(Function(family, logger, Deps{Throttle: ThrottleFromEnv()}))
+	deps, err := LambdaDeps(context.Background())
+	if err != nil {
+		logger.Error("cannot configure the store", "error", err.Error())
+		os.Exit(1)
+	}
+	lambda.Start(Function(family, logger, deps))
 }
 
 // LocalHandler serves every family in one process through the same event
