@@ -173,15 +173,24 @@ func (f keyFields) check() (store.KeyChange, *envelope.Error) {
 	return c, nil
 }
 
-func (p *Pipeline) consoleCreateKey(x *exchange, acct store.Account) {
+// readKeyFields reads and checks a key body, answering the refusal itself.
+func readKeyFields(x *exchange) (store.KeyChange, bool) {
 	var f keyFields
-	if e := readJSON(x.r, &f); e != nil {
-		x.fail(e)
-		return
+	e := readJSON(x.r, &f)
+	var change store.KeyChange
+	if e == nil {
+		change, e = f.check()
 	}
-	change, e := f.check()
 	if e != nil {
 		x.fail(e)
+		return change, false
+	}
+	return change, true
+}
+
+func (p *Pipeline) consoleCreateKey(x *exchange, acct store.Account) {
+	change, ok := readKeyFields(x)
+	if !ok {
 		return
 	}
 	name := ""
@@ -198,14 +207,8 @@ func (p *Pipeline) consoleCreateKey(x *exchange, acct store.Account) {
 }
 
 func (p *Pipeline) consoleUpdateKey(x *exchange, acct store.Account, keyID string) {
-	var f keyFields
-	if e := readJSON(x.r, &f); e != nil {
-		x.fail(e)
-		return
-	}
-	change, e := f.check()
-	if e != nil {
-		x.fail(e)
+	change, ok := readKeyFields(x)
+	if !ok {
 		return
 	}
 	k, err := p.cfg.Store.UpdateKey(x.r.Context(), acct.ID, keyID, change)
