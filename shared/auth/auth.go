@@ -72,19 +72,21 @@ func FromRequest(r *http.Request, bearerAllowed bool) Presented {
 	return Presented{Key: strings.TrimSpace(token), FromBearer: true}
 }
 
-// keyLike matches anything that could be a key or most of one.
-var keyLike = regexp.MustCompile(`mn_[A-Za-z0-9_-]{8,}`)
+// secretLike matches anything that could be an API key (mn_) or a console
+// token (mc_), or most of one.
+var secretLike = regexp.MustCompile(`(mn|mc)_[A-Za-z0-9_-]{8,}`)
 
-// Redact removes key-shaped text from s before s is logged: a key pasted
-// into a path or carried in an error message never reaches the logs.
-func Redact(s string) string { return keyLike.ReplaceAllString(s, "mn_[redacted]") }
+// Redact removes secret-shaped text from s before s is logged or echoed:
+// a key pasted into a path or carried in an error never gets out.
+func Redact(s string) string { return secretLike.ReplaceAllString(s, "${1}_[redacted]") }
 
-// ForLog bounds caller-supplied text to max bytes and redacts keys in it.
+// ForLog redacts caller-supplied text, then bounds it to max bytes.
 func ForLog(s string, max int) string {
+	s = Redact(s)
 	if len(s) > max {
 		s = s[:max] + "…"
 	}
-	return Redact(s)
+	return s
 }
 
 // Hint is what logs may say about a key: its 7-character prefix and last

@@ -3,9 +3,11 @@ package auth
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func newKey(t *testing.T) string {
@@ -73,5 +75,43 @@ func TestRedact(t *testing.T) {
 	}
 	if got := ForLog("/v1/"+strings.Repeat("a", 300), 20); got != "/v1/aaaaaaaaaaaaaaaa…" {
 		t.Errorf("ForLog bound: %q", got)
+	}
+	token := NewSecret("mc_")
+	if got := ForLog("/console/"+token, 15); strings.Contains(got, token[3:10]) {
+		t.Errorf("a console token cut by the bound is still redacted: %q", got)
+	}
+}
+
+func TestThrottle(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	th := NewThrottle(2)
+	th.Now = func() time.Time { return now }
+	th.Failed("a")
+	if _, blocked := th.Blocked("a"); blocked {
+		t.Fatal("one failure is allowed")
+	}
+	th.Failed("a")
+	wait, blocked := th.Blocked("a")
+	if !blocked || wait != time.Minute {
+		t.Fatalf("blocked %v wait %v", blocked, wait)
+	}
+	if _, blocked := th.Blocked("b"); blocked {
+		t.Error("other clients are not blocked")
+	}
+	now = now.Add(time.Minute)
+	if _, blocked := th.Blocked("a"); blocked {
+		t.Error("the window ends")
+	}
+	// A flood of distinct clients does not unblock a blocked one.
+	th.Failed("a")
+	th.Failed("a")
+	for i := 0; i < maxClients+10; i++ {
+		th.Failed(fmt.Sprint("flood", i))
+	}
+	if _, blocked := th.Blocked("a"); !blocked {
+		t.Error("a blocked client stays blocked through a flood")
+	}
+	if len(th.clients) > maxClients {
+		t.Errorf("memory is bounded: %d", len(th.clients))
 	}
 }

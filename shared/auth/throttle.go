@@ -51,6 +51,9 @@ func (t *Throttle) Failed(client string) {
 	if !ok || now.Sub(w.start) >= t.Window {
 		if len(t.clients) >= maxClients {
 			t.sweep(now)
+			if len(t.clients) >= maxClients {
+				return // every tracked client is blocked: keep them, bound memory
+			}
 		}
 		t.clients[client] = &window{start: now, count: 1}
 		return
@@ -58,14 +61,20 @@ func (t *Throttle) Failed(client string) {
 	w.count++
 }
 
-// sweep drops expired windows, and everything if that is not enough.
+// sweep drops expired windows; if all are live, it drops the ones with the
+// fewest failures, keeping the clients closest to being blocked.
 func (t *Throttle) sweep(now time.Time) {
 	for c, w := range t.clients {
 		if now.Sub(w.start) >= t.Window {
 			delete(t.clients, c)
 		}
 	}
-	if len(t.clients) >= maxClients {
-		t.clients = map[string]*window{}
+	for c, w := range t.clients {
+		if len(t.clients) < maxClients*3/4 {
+			return
+		}
+		if w.count < t.Limit {
+			delete(t.clients, c)
+		}
 	}
 }

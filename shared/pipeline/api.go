@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -94,12 +95,19 @@ func (p *Pipeline) invalidKey(client string) {
 }
 
 // clientOf identifies the caller for invalid-key throttling: the source IP
-// (API Gateway's requestContext.http.sourceIp becomes RemoteAddr).
+// (API Gateway's requestContext.http.sourceIp becomes RemoteAddr), or its
+// /64 for IPv6, since one host holds a whole /64 to rotate through.
 func clientOf(r *http.Request) string {
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil || addr.Is4() || addr.Is4In6() {
 		return host
 	}
-	return r.RemoteAddr
+	prefix, _ := addr.Prefix(64)
+	return prefix.String()
 }
 
 func rateLimited(reason string, wait time.Duration, message string) *envelope.Error {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"time"
 
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/registry"
@@ -16,6 +17,10 @@ import (
 // BillingRefundPending is error.details.billing_status when a failed call's
 // refund could not be written: credits_used is null until reconciliation.
 const BillingRefundPending = "refund_pending"
+
+// billingTimeout bounds each store write of a paid call. The writes run
+// detached from the caller, who may have gone: a refund must still land.
+const billingTimeout = 5 * time.Second
 
 // dispatch hands the call to its endpoint's handler. A paid data call is
 // reserved before the handler runs and settled or refunded after it
@@ -27,12 +32,11 @@ func (p *Pipeline) dispatch(x *exchange, c *Call) {
 		x.fail(notAvailable(e, c.Sandbox))
 		return
 	}
-	paid := e.Kind == registry.Data && e.Cost > 0 && p.cfg.Store != nil
 	if e.Kind == registry.Data && c.Params.DryRun {
 		p.succeed(x, c, dryRun(e), 0, nil)
 		return
 	}
-	if !paid {
+	if e.Kind != registry.Data || e.Cost == 0 || p.cfg.Store == nil {
 		data, err := p.run(h, x, c)
 		if err != nil {
 			x.fail(err)
@@ -45,9 +49,15 @@ func (p *Pipeline) dispatch(x *exchange, c *Call) {
 		RequestID: c.RequestID, AccountID: c.Principal.AccountID, KeyID: c.Principal.KeyID,
 		KeyPrefix: c.Principal.KeyPrefix, Endpoint: e.Path(), Cost: e.Cost,
 	}
-	res, err := p.cfg.Store.Reserve(x.r.Context(), charge)
+	res, err := billingOp(x, func(ctx context.Context) (store.Reservation, error) { return p.cfg.Store.Reserve(ctx, charge) })
 	if err != nil {
-		x.fail(p.reserveRefusal(x, err))
+		refusal := p.reserveRefusal(x, err)
+		if refusal.Type == envelope.InternalError {
+			// The reservation may have been written before the error: take
+			// it back, so an uncertain outcome never stays charged.
+			p.refund(x, charge, refusal)
+		}
+		x.fail(refusal)
 		return
 	}
 	data, herr := p.run(h, x, c)
@@ -56,12 +66,34 @@ func (p *Pipeline) dispatch(x *exchange, c *Call) {
 		x.fail(herr)
 		return
 	}
-	// A settle that cannot be written leaves the charge reserved (kept);
-	// reconciliation settles it from the usage record.
-	if err := p.cfg.Store.Settle(context.WithoutCancel(x.r.Context()), charge.AccountID, charge.RequestID); err != nil {
+	// Encode before settling: a body that cannot be written is a failure,
+	// and a failure is refunded.
+	s := p.success(x, c, data, e.Cost, envelope.Amount(res.CreditsRemaining))
+	body, encErr := envelope.Marshal(s)
+	if encErr != nil {
+		p.cfg.Logger.Error("encode response", "request_id", x.requestID, "error", encErr.Error())
+		failure := envelope.Internal()
+		p.refund(x, charge, failure)
+		x.fail(failure)
+		return
+	}
+	// A settle that cannot be written leaves the reservation "reserved";
+	// reconciliation refunds reservations with no recorded success, so the
+	// error can only cost Meridian, never the caller.
+	if _, err := billingOp(x, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, p.cfg.Store.Settle(ctx, charge.AccountID, charge.RequestID)
+	}); err != nil {
 		p.cfg.Logger.Error("settle failed", "request_id", x.requestID, "error", err.Error())
 	}
-	p.succeed(x, c, data, e.Cost, envelope.Amount(res.CreditsRemaining))
+	p.write(x, s, body)
+}
+
+// billing runs one store write of a paid call, detached from the caller
+// and bounded by billingTimeout.
+func billingOp[T any](x *exchange, op func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), billingTimeout)
+	defer cancel()
+	return op(ctx)
 }
 
 // run calls a handler; a panic becomes INTERNAL_ERROR here, so a paid call
@@ -80,8 +112,12 @@ func (p *Pipeline) run(h Handler, x *exchange, c *Call) (data any, err *envelope
 // balance after it. If the refund cannot be written the charge is pending:
 // credits_used null and details.billing_status.
 func (p *Pipeline) refund(x *exchange, charge store.Charge, failure *envelope.Error) {
-	// The caller may have gone; the refund must still be written.
-	balance, err := p.cfg.Store.Refund(context.WithoutCancel(x.r.Context()), charge.AccountID, charge.RequestID)
+	balance, err := billingOp(x, func(ctx context.Context) (int64, error) {
+		return p.cfg.Store.Refund(ctx, charge.AccountID, charge.RequestID)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return // nothing was reserved
+	}
 	if err == nil {
 		failure.CreditsRemaining = envelope.Amount(balance)
 		return
@@ -123,7 +159,18 @@ func dryRun(e *registry.Endpoint) map[string]any {
 
 // succeed writes the success envelope with the credits this call used.
 func (p *Pipeline) succeed(x *exchange, c *Call, data any, used int64, remaining *int64) {
-	s := envelope.Success{
+	s := p.success(x, c, data, used, remaining)
+	body, err := envelope.Marshal(s)
+	if err != nil {
+		p.cfg.Logger.Error("encode response", "request_id", x.requestID, "error", err.Error())
+		x.fail(envelope.Internal())
+		return
+	}
+	p.write(x, s, body)
+}
+
+func (p *Pipeline) success(x *exchange, c *Call, data any, used int64, remaining *int64) envelope.Success {
+	return envelope.Success{
 		Success:          true,
 		Platform:         c.Endpoint.Platform,
 		Endpoint:         c.Endpoint.Path(),
@@ -133,12 +180,9 @@ func (p *Pipeline) succeed(x *exchange, c *Call, data any, used int64, remaining
 		RequestID:        x.requestID,
 		Synthetic:        c.Sandbox,
 	}
-	body, err := envelope.Marshal(s)
-	if err != nil {
-		p.cfg.Logger.Error("encode response", "request_id", x.requestID, "error", err.Error())
-		x.fail(envelope.Internal())
-		return
-	}
+}
+
+func (p *Pipeline) write(x *exchange, s envelope.Success, body []byte) {
 	x.w.Header().Set("x-cache", "MISS")
 	envelope.WriteJSON(x.w, http.StatusOK, x.requestID, s.CreditsUsed, s.CreditsRemaining, body)
 }

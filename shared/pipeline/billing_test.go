@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -31,6 +32,15 @@ type billed struct {
 }
 
 type flakyRefunds struct{ store.Store }
+
+// lostReserve writes the reservation, then loses the answer (a timeout
+// after the commit).
+type lostReserve struct{ store.Store }
+
+func (l lostReserve) Reserve(ctx context.Context, c store.Charge) (store.Reservation, error) {
+	_, _ = l.Store.Reserve(ctx, c)
+	return store.Reservation{}, context.DeadlineExceeded
+}
 
 func (flakyRefunds) Refund(context.Context, string, string) (int64, error) {
 	return 0, errors.New("dynamodb: throughput exceeded")
@@ -61,6 +71,8 @@ func newBilled(t *testing.T, credits int64, limit *int64, mutate ...func(*Config
 			return nil, envelope.New(envelope.UpstreamError, http.StatusBadGateway, "The source answered 500.", nil)
 		case "panic":
 			panic("adapter bug")
+		case "nan":
+			return map[string]any{"score": math.NaN()}, nil // cannot be encoded as JSON
 		}
 		return map[string]any{"items": []any{}, "count": 0, "query": c.Params.Values["query"]}, nil
 	}
@@ -110,7 +122,7 @@ func TestFailedPaidCallsRefund(t *testing.T) {
 		query  string
 		status int
 		typ    string
-	}{{"fail", 502, "UPSTREAM_ERROR"}, {"panic", 500, "INTERNAL_ERROR"}} {
+	}{{"fail", 502, "UPSTREAM_ERROR"}, {"panic", 500, "INTERNAL_ERROR"}, {"nan", 500, "INTERNAL_ERROR"}} {
 		r := b.call("/v1/marketplace_a/search?query=" + c.query)
 		checkEnvelope(t, r)
 		if r.code != c.status || r.errorType() != c.typ || r.body["credits_remaining"] != float64(100) {
@@ -123,6 +135,17 @@ func TestFailedPaidCallsRefund(t *testing.T) {
 	}
 	if k, _ := b.store.Key(context.Background(), b.account.ID, b.keyRec.ID); k.CreditsUsed != 0 {
 		t.Errorf("the key's budget is returned: %d", k.CreditsUsed)
+	}
+}
+
+func TestUncertainReservationIsTakenBack(t *testing.T) {
+	b := newBilled(t, 100, nil, func(c *Config) { c.Store = lostReserve{c.Store} })
+	r := b.call("/v1/marketplace_a/search?query=a")
+	if r.code != 500 || r.body["credits_used"] != float64(0) || b.calls.Load() != 0 {
+		t.Fatalf("%d %s", r.code, r.raw)
+	}
+	if e := b.entries(t, r.body["request_id"].(string)); len(e) != 2 || e[0].Amount+e[1].Amount != 0 {
+		t.Errorf("the debit written before the error is refunded: %+v", e)
 	}
 }
 

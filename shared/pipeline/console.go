@@ -67,7 +67,7 @@ func (p *Pipeline) serveConsole(x *exchange, path string) {
 		x.fail(p.internal(x, "console token lookup", err))
 		return
 	}
-	rest := strings.TrimPrefix(path, "/console")
+	rest := strings.TrimSuffix(strings.TrimPrefix(path, "/console"), "/")
 	segs := strings.Split(strings.Trim(rest, "/"), "/")
 	m := x.r.Method
 	switch {
@@ -252,7 +252,15 @@ func (p *Pipeline) serveAdmin(x *exchange, path string) {
 		x.fail(unauthorized("missing_admin_token", "Send the operator token in x-admin-token."))
 		return
 	}
+	client := "admin:" + clientOf(x.r)
+	if p.cfg.Throttle != nil {
+		if wait, blocked := p.cfg.Throttle.Blocked(client); blocked {
+			x.fail(rateLimited("invalid_key_attempts", wait, "Too many requests with invalid operator tokens from this client."))
+			return
+		}
+	}
 	if subtle.ConstantTimeCompare([]byte(given), []byte(p.cfg.AdminToken)) != 1 {
+		p.invalidKey(client)
 		x.fail(unauthorized("invalid_admin_token", "The operator token is not valid."))
 		return
 	}
@@ -353,7 +361,7 @@ func readJSON(r *http.Request, v any) *envelope.Error {
 	}
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil || dec.More() {
+	if err := dec.Decode(v); err != nil || dec.Decode(&struct{}{}) != io.EOF {
 		return envelope.New(envelope.InvalidParameters, http.StatusBadRequest, "The body is not the expected JSON object.",
 			map[string]any{"reason": "malformed_body"})
 	}
