@@ -164,15 +164,21 @@ func ListenAndServe(ctx context.Context, addr string, logger *slog.Logger, deps 
 	}
 }
 
-// OpenLocalStore opens the embedded store in dir. On a new data dir it
-// creates the development account and writes its console token and first
+// devAccountMarker records, once the development account exists, its id
+// (never its secrets), so later starts do not create another.
+const devAccountMarker = "dev-account"
+
+// OpenLocalStore opens the embedded store in dir. Until the development
+// account exists it creates one and writes its console token and first
 // API key to banner, once: they are stored only as hashes.
 func OpenLocalStore(ctx context.Context, dir, addr string, banner io.Writer) (*embedded.Store, error) {
-	_, statErr := os.Stat(filepath.Join(dir, "meridian.db"))
-	fresh := errors.Is(statErr, os.ErrNotExist)
 	s, err := embedded.Open(dir)
-	if err != nil || !fresh {
-		return s, err
+	if err != nil {
+		return nil, err
+	}
+	marker := filepath.Join(dir, devAccountMarker)
+	if _, err := os.Stat(marker); err == nil {
+		return s, nil
 	}
 	acct, token, err := pipeline.CreateAccount(ctx, s, DevCredits, envelope.NewRequestID())
 	if err != nil {
@@ -180,7 +186,11 @@ func OpenLocalStore(ctx context.Context, dir, addr string, banner io.Writer) (*e
 		return nil, err
 	}
 	key, k := auth.NewKey(acct.ID, "development", nil)
-	if _, err := s.CreateKey(ctx, k); err != nil {
+	if _, err := s.CreateFirstKey(ctx, k); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := os.WriteFile(marker, []byte(acct.ID+"\n"), 0o600); err != nil {
 		s.Close()
 		return nil, err
 	}

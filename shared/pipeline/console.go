@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -112,16 +113,24 @@ func (p *Pipeline) consoleOverview(x *exchange, acct store.Account) {
 		"credits_lifetime":   acct.CreditsLifetime,
 		"balance_changed_at": acct.BalanceChangedAt.UTC(),
 	}
-	if len(keys) == 0 {
-		// spec 3.1: the first overview of an account without a key creates one, shown once.
+	if acct.KeysCreated == 0 {
+		// spec 3.1: the first overview of an account that never had a key
+		// creates one, shown once; of concurrent first visits one creates it.
 		full, k := auth.NewKey(acct.ID, "default", nil)
-		created, err := p.cfg.Store.CreateKey(ctx, k)
-		if err != nil {
+		created, err := p.cfg.Store.CreateFirstKey(ctx, k)
+		switch {
+		case err == nil:
+			keys = append(keys, created)
+			body["new_key"] = map[string]string{"id": created.ID, "key": full}
+		case errors.Is(err, store.ErrHasKeys):
+			if keys, err = p.cfg.Store.Keys(ctx, acct.ID); err != nil {
+				x.fail(p.internal(x, "list keys", err))
+				return
+			}
+		default:
 			x.fail(p.keyError(x, err))
 			return
 		}
-		keys = append(keys, created)
-		body["new_key"] = map[string]string{"id": created.ID, "key": full}
 	}
 	views := make([]keyView, 0, len(keys))
 	for _, k := range keys {
@@ -283,8 +292,8 @@ func (p *Pipeline) adminCreateAccount(x *exchange) {
 		x.fail(e)
 		return
 	}
-	if body.Credits == nil || *body.Credits < 0 {
-		x.fail(fieldError("credits", "invalid", "credits is a whole number, 0 or more."))
+	if body.Credits == nil || *body.Credits < 0 || *body.Credits > store.MaxCredits {
+		x.fail(fieldError("credits", "invalid", "credits is a whole number from 0 to "+strconv.FormatInt(store.MaxCredits, 10)+"."))
 		return
 	}
 	acct, token, err := CreateAccount(x.r.Context(), p.cfg.Store, *body.Credits, x.requestID)
@@ -313,6 +322,10 @@ func (p *Pipeline) adminGrant(x *exchange, accountID string) {
 		return
 	}
 	acct, err := p.cfg.Store.Grant(x.r.Context(), accountID, *body.Amount, body.Note, x.requestID)
+	if errors.Is(err, store.ErrCreditCeiling) {
+		x.fail(fieldError("amount", "out_of_range", "The balance would pass the ceiling of "+strconv.FormatInt(store.MaxCredits, 10)+" credits."))
+		return
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		x.fail(envelope.New(envelope.ResourceNotFound, http.StatusNotFound, "No such account.", nil))
 		return
@@ -326,14 +339,10 @@ func (p *Pipeline) adminGrant(x *exchange, accountID string) {
 
 // CreateAccount opens an account and mints its console token, returned
 // once; only its hash is stored. The opening credits are a grant entry
-// naming requestID, like every other ledger entry.
+// naming requestID, written with the account.
 func CreateAccount(ctx context.Context, s store.Store, credits int64, requestID string) (store.Account, string, error) {
 	token := auth.NewSecret(ConsoleTokenPrefix)
-	acct, err := s.CreateAccount(ctx, 0, auth.Hash(token))
-	if err != nil || credits == 0 {
-		return acct, token, err
-	}
-	acct, err = s.Grant(ctx, acct.ID, credits, "opening balance", requestID)
+	acct, err := s.CreateAccount(ctx, credits, auth.Hash(token), requestID)
 	return acct, token, err
 }
 

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -185,5 +187,53 @@ func TestAdminAPI(t *testing.T) {
 	}
 	if r := admin("GET", "/admin/accounts", ""); r.code != 404 {
 		t.Errorf("unknown admin operation: %d", r.code)
+	}
+}
+
+func TestConsoleFirstKeyIsCreatedOnceUnderConcurrency(t *testing.T) {
+	b := newBilled(t, 10, nil)
+	_, token, err := CreateAccount(t.Context(), b.store, 5, "req_open")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.console = token
+	var revealed atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := b.asOwner("GET", "/console/overview", "")
+			if r.code != 200 || len(r.body["keys"].([]any)) != 1 {
+				t.Errorf("%d %s", r.code, r.raw)
+			}
+			if _, ok := r.body["new_key"]; ok {
+				revealed.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if revealed.Load() != 1 {
+		t.Fatalf("the first key was revealed %d times", revealed.Load())
+	}
+	id := b.asOwner("GET", "/console/keys", "").body["items"].([]any)[0].(map[string]any)["id"].(string)
+	b.asOwner("DELETE", "/console/keys/"+id, "")
+	r := b.asOwner("GET", "/console/overview", "")
+	if _, ok := r.body["new_key"]; ok || len(r.body["keys"].([]any)) != 0 {
+		t.Errorf("deleting every key does not bring one back: %s", r.raw)
+	}
+}
+
+func TestAdminGrantCeiling(t *testing.T) {
+	b := newBilled(t, 10, nil, func(c *Config) { c.AdminToken = "op" })
+	r := b.consoleDo("POST", "/admin/accounts/"+b.account.ID+"/credits", `{"amount":9223372036854775807}`, "x-admin-token", "op")
+	if r.code != 422 || r.details()["field"] != "amount" {
+		t.Fatalf("%d %s", r.code, r.raw)
+	}
+	if a, _ := b.store.Account(t.Context(), b.account.ID); a.CreditsRemaining != 10 {
+		t.Errorf("balance %d", a.CreditsRemaining)
+	}
+	if r := b.consoleDo("POST", "/admin/accounts", `{"credits":1} ]`, "x-admin-token", "op"); r.code != 400 {
+		t.Errorf("trailing data: %d", r.code)
 	}
 }

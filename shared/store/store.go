@@ -14,6 +14,10 @@ import (
 // MaxActiveKeys is the per-account cap on active keys (spec 2.6, 8).
 const MaxActiveKeys = 5
 
+// MaxCredits caps a balance, far above any real one, so that no grant can
+// overflow it (ErrCreditCeiling).
+const MaxCredits int64 = 1_000_000_000_000_000
+
 // KeyStatus is a key's state (spec 3.1).
 type KeyStatus string
 
@@ -30,6 +34,7 @@ type Account struct {
 	CreditsLifetime  int64 // every credit ever granted
 	BalanceChangedAt time.Time
 	ActiveKeys       int
+	KeysCreated      int // every key ever created, deleted ones included
 	CreatedAt        time.Time
 }
 
@@ -113,9 +118,10 @@ type KeyChange struct {
 
 // Store is every storage operation Meridian performs.
 type Store interface {
-	// CreateAccount opens an account holding credits (granted with a ledger
-	// entry) whose console is reached with the token hashing to consoleTokenHash.
-	CreateAccount(ctx context.Context, credits int64, consoleTokenHash string) (Account, error)
+	// CreateAccount opens an account whose console is reached with the
+	// token hashing to consoleTokenHash, holding credits granted by a ledger
+	// entry that names requestID, all in one atomic write.
+	CreateAccount(ctx context.Context, credits int64, consoleTokenHash, requestID string) (Account, error)
 	Account(ctx context.Context, accountID string) (Account, error)
 	AccountByConsoleToken(ctx context.Context, tokenHash string) (Account, error)
 	// Grant adds credits with a grant entry; returns the account after it.
@@ -124,6 +130,10 @@ type Store interface {
 	// CreateKey stores a new active key; ErrTooManyKeys when the account
 	// already holds MaxActiveKeys active keys.
 	CreateKey(ctx context.Context, k Key) (Key, error)
+	// CreateFirstKey is CreateKey for an account that never had a key
+	// (spec 3.1, the first console overview); otherwise ErrHasKeys, so
+	// concurrent first visits create one key between them.
+	CreateFirstKey(ctx context.Context, k Key) (Key, error)
 	// KeyByHash finds a key by the hash of the presented key, reading the
 	// latest state (no caching: revocation applies on the next request).
 	KeyByHash(ctx context.Context, hash string) (Key, error)
@@ -156,6 +166,11 @@ var (
 	ErrKeyInactive      = errors.New("store: the key is not active")
 	ErrDuplicateRequest = errors.New("store: this request id was already charged")
 	ErrBadCursor        = errors.New("store: the cursor is not valid")
+	ErrHasKeys          = errors.New("store: the account already has keys")
+	ErrCreditCeiling    = fmt.Errorf("store: a balance holds at most %d credits", MaxCredits)
+	// ErrInvalid: an argument no caller should send (a cost or grant of 0
+	// or less, a negative limit, a missing id).
+	ErrInvalid = errors.New("store: invalid argument")
 	// ErrSettled: the reservation's call succeeded and keeps its charge; it
 	// cannot be refunded.
 	ErrSettled = errors.New("store: the reservation is settled")

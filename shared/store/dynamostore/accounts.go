@@ -15,12 +15,13 @@ import (
 var ErrConsoleTokenInUse = errors.New("dynamostore: console token already in use")
 
 // CreateAccount writes the account, its console lookup and (when credits
-// > 0) the opening grant in one transaction. The interface passes no
-// request id, so that grant names none (pipeline.CreateAccount opens with 0
-// and grants with its request id instead).
-func (s *Store) CreateAccount(ctx context.Context, credits int64, consoleTokenHash string) (store.Account, error) {
+// > 0) the opening grant naming requestID in one transaction.
+func (s *Store) CreateAccount(ctx context.Context, credits int64, consoleTokenHash, requestID string) (store.Account, error) {
 	if credits < 0 {
 		return store.Account{}, errors.New("dynamostore: negative credits")
+	}
+	if credits > store.MaxCredits {
+		return store.Account{}, store.ErrCreditCeiling
 	}
 	if consoleTokenHash == "" {
 		return store.Account{}, errors.New("dynamostore: empty console token hash")
@@ -42,7 +43,7 @@ func (s *Store) CreateAccount(ctx context.Context, credits int64, consoleTokenHa
 	if credits > 0 {
 		grant, err := marshal(ledgerItem{
 			PK: a.PK, SK: pfxLedger + store.NewEntryID(), Type: string(store.EntryGrant),
-			Amount: credits, BalanceAfter: credits, Note: "opening balance", CreatedAt: now,
+			Amount: credits, BalanceAfter: credits, Note: "opening balance", RequestID: requestID, CreatedAt: now,
 		})
 		if err != nil {
 			return store.Account{}, err
@@ -109,6 +110,9 @@ func (s *Store) Grant(ctx context.Context, accountID string, amount int64, note,
 	for attempt := 0; ; attempt++ {
 		if a == nil {
 			return store.Account{}, store.ErrNotFound
+		}
+		if a.Balance > store.MaxCredits-amount {
+			return store.Account{}, store.ErrCreditCeiling
 		}
 		now, after := s.now(), a.Balance+amount
 		entry, err := marshal(ledgerItem{

@@ -114,6 +114,7 @@ type accountItem struct {
 	Lifetime         int64     `dynamodbav:"lifetime"`
 	BalanceChangedAt time.Time `dynamodbav:"balance_changed_at"`
 	ActiveKeys       int       `dynamodbav:"active_keys"`
+	KeysCreated      int       `dynamodbav:"keys_created"` // every key ever created
 	CreatedAt        time.Time `dynamodbav:"created_at"`
 	ConsoleHash      string    `dynamodbav:"console_hash"`
 }
@@ -125,6 +126,7 @@ func (a accountItem) account() store.Account {
 		CreditsLifetime:  a.Lifetime,
 		BalanceChangedAt: a.BalanceChangedAt,
 		ActiveKeys:       a.ActiveKeys,
+		KeysCreated:      a.KeysCreated,
 		CreatedAt:        a.CreatedAt,
 	}
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/store/dynamostore/dynamolocal"
+	"github.com/meridian-data/meridian/shared/store/storetest"
 )
 
 // The tests run against DynamoDB Local: MERIDIAN_DYNAMODB_ENDPOINT when
@@ -111,7 +112,7 @@ func ptr(v int64) *int64 { return &v }
 
 func mustAccount(t *testing.T, s *Store, credits int64) store.Account {
 	t.Helper()
-	a, err := s.CreateAccount(ctx, credits, sha(unique("console")))
+	a, err := s.CreateAccount(ctx, credits, sha(unique("console")), unique("req_open"))
 	if err != nil {
 		t.Fatalf("CreateAccount: %v", err)
 	}
@@ -129,15 +130,6 @@ func mustKey(t *testing.T, s *Store, accountID string, limit *int64) store.Key {
 
 func chargeFor(k store.Key, cost int64) store.Charge {
 	return store.Charge{RequestID: unique("req_"), AccountID: k.AccountID, KeyID: k.ID, KeyPrefix: k.Prefix, Endpoint: "/v1/company_registry/search", Cost: cost}
-}
-
-func mustAccountState(t *testing.T, s *Store, id string) store.Account {
-	t.Helper()
-	a, err := s.Account(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
 }
 
 func rawItem(t *testing.T, s *Store, pk, sk string) map[string]types.AttributeValue {
@@ -165,54 +157,6 @@ func attrS(t *testing.T, item map[string]types.AttributeValue, name string) stri
 		t.Fatalf("%s is not a string in %v", name, item)
 	}
 	return v.Value
-}
-
-// books reads the whole ledger and proves it: newest first by id, every
-// balance_after follows from the entry before it, the amounts sum to the
-// balance, nothing is negative, every non-grant entry names its request.
-func books(t *testing.T, s *Store, accountID string) []store.Entry {
-	t.Helper()
-	var all []store.Entry
-	q := store.LedgerQuery{Limit: 100}
-	for {
-		page, err := s.Ledger(ctx, accountID, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, page.Entries...)
-		if page.NextCursor == "" {
-			break
-		}
-		q.Cursor = page.NextCursor
-	}
-	a := mustAccountState(t, s, accountID)
-	var sum int64
-	for i, e := range all {
-		sum += e.Amount
-		if e.BalanceAfter < 0 {
-			t.Errorf("entry %s: balance_after %d", e.ID, e.BalanceAfter)
-		}
-		if e.Type != store.EntryGrant && e.RequestID == "" {
-			t.Errorf("entry %s names no request", e.ID)
-		}
-		if i+1 < len(all) {
-			if all[i+1].ID >= e.ID {
-				t.Errorf("not newest first: %s then %s", e.ID, all[i+1].ID)
-			}
-			if e.BalanceAfter-e.Amount != all[i+1].BalanceAfter {
-				t.Errorf("chain broken at %d: %+v after %+v", i, e, all[i+1])
-			}
-		} else if e.BalanceAfter != e.Amount {
-			t.Errorf("the oldest entry does not start from 0: %+v", e)
-		}
-	}
-	if sum != a.CreditsRemaining || a.CreditsRemaining < 0 {
-		t.Errorf("ledger sums to %d, balance %d", sum, a.CreditsRemaining)
-	}
-	if len(all) > 0 && all[0].BalanceAfter != a.CreditsRemaining {
-		t.Errorf("newest balance_after %d, balance %d", all[0].BalanceAfter, a.CreditsRemaining)
-	}
-	return all
 }
 
 func TestSchemaAndCreateTable(t *testing.T) {
@@ -286,7 +230,7 @@ func TestItemLayout(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	console := sha(unique("console"))
-	a, err := s.CreateAccount(ctx, 50, console)
+	a, err := s.CreateAccount(ctx, 50, console, "req_open")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,354 +288,84 @@ func TestItemLayout(t *testing.T) {
 	if attrS(t, res, "status") != "settled" || exp <= fmt.Sprint(time.Now().Unix()) {
 		t.Errorf("settled reservation %v", res)
 	}
+	c2 := chargeFor(capped, 3)
+	if _, err := s.Reserve(ctx, c2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Refund(ctx, a.ID, c2.RequestID); err != nil {
+		t.Fatal(err)
+	}
+	refund, err := s.Ledger(ctx, a.ID, store.LedgerQuery{RequestID: c2.RequestID, Limit: 1})
+	if err != nil || len(refund.Entries) != 1 {
+		t.Fatalf("refund entry %+v %v", refund, err)
+	}
+	res = rawItem(t, s, pk, "req#"+c2.RequestID)
+	if attrS(t, res, "status") != "refunded" || attrS(t, res, "refund_entry") != refund.Entries[0].ID || attrN(t, res, AttrExpiresAt) <= fmt.Sprint(time.Now().Unix()) {
+		t.Errorf("refunded reservation %v", res)
+	}
+	if _, err := s.UpdateKey(ctx, a.ID, capped.ID, store.KeyChange{SetLimit: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, has := rawItem(t, s, pk, "key#"+capped.ID)["credit_limit"]; has {
+		t.Error("credit_limit attribute left behind when the cap is removed")
+	}
 }
 
-func TestAccountsAndGrants(t *testing.T) {
+// This store's own errors, where the conformance suite asks only for an error.
+func TestErrors(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
-	token := sha(unique("console"))
-	a, err := s.CreateAccount(ctx, 0, token)
+	console := sha(unique("console"))
+	a, err := s.CreateAccount(ctx, 10, console, "req_open")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(books(t, s, a.ID)) != 0 {
-		t.Error("an empty account has no entries")
-	}
-	if _, err := s.CreateAccount(ctx, 5, token); !errors.Is(err, ErrConsoleTokenInUse) {
+	if _, err := s.CreateAccount(ctx, 5, console, "req_again"); !errors.Is(err, ErrConsoleTokenInUse) {
 		t.Errorf("a console token opens one account: %v", err)
 	}
-	if _, err := s.CreateAccount(ctx, -1, sha(unique("c"))); err == nil {
-		t.Error("negative opening credits")
-	}
-	for _, amount := range []int64{0, -5} {
-		if _, err := s.Grant(ctx, a.ID, amount, "", "req_g"); err == nil {
-			t.Errorf("grant of %d", amount)
-		}
-	}
-	got, err := s.Grant(ctx, a.ID, 40, "welcome", "req_g1")
-	if err != nil || got.CreditsRemaining != 40 || got.CreditsLifetime != 40 || got.ID != a.ID {
-		t.Fatalf("grant %+v %v", got, err)
-	}
-	e := books(t, s, a.ID)[0]
-	if e.Type != store.EntryGrant || e.Amount != 40 || e.RequestID != "req_g1" || e.Note != "welcome" || e.AccountID != a.ID {
-		t.Errorf("grant entry %+v", e)
-	}
-	if by, err := s.AccountByConsoleToken(ctx, token); err != nil || by.CreditsRemaining != 40 {
-		t.Errorf("by token %+v %v", by, err)
-	}
-	if _, err := s.Grant(ctx, "acct_none", 1, "", "r"); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("grant to nobody: %v", err)
-	}
-}
-
-// Concurrent grants and debits: every grant returns the exact account
-// after it, and the books balance.
-func TestConcurrentGrantsAndReserves(t *testing.T) {
-	t.Parallel()
-	s := newStore(t)
-	a := mustAccount(t, s, 0)
 	k := mustKey(t, s, a.ID, nil)
-	const grants, reserves = 40, 80
-	var wg sync.WaitGroup
-	lifetimes := make(chan int64, grants)
-	var spent atomic.Int64
-	for i := 0; i < grants+reserves; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			if i%3 == 0 && i/3 < grants {
-				got, err := s.Grant(ctx, a.ID, 5, "", unique("req_g"))
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				lifetimes <- got.CreditsLifetime
-				return
-			}
-			var short *store.InsufficientCreditsError
-			_, err := s.Reserve(ctx, chargeFor(k, 2))
-			switch {
-			case err == nil:
-				spent.Add(2)
-			case !errors.As(err, &short):
-				t.Error(err)
-			}
-		}(i)
+	if _, err := s.CreateKey(ctx, store.Key{AccountID: a.ID, Hash: k.Hash}); !errors.Is(err, ErrKeyHashInUse) {
+		t.Errorf("a hash is stored once: %v", err)
 	}
-	wg.Wait()
-	close(lifetimes)
-	seen := map[int64]bool{}
-	for l := range lifetimes {
-		seen[l] = true
-	}
-	for i := int64(1); i <= grants; i++ {
-		if !seen[5*i] {
-			t.Errorf("no grant returned lifetime %d: %v", 5*i, seen)
-		}
-	}
-	acct := mustAccountState(t, s, a.ID)
-	if acct.CreditsLifetime != 5*grants || acct.CreditsRemaining != 5*grants-spent.Load() {
-		t.Errorf("account %+v, spent %d", acct, spent.Load())
-	}
-	if got, _ := s.Key(ctx, a.ID, k.ID); got.CreditsUsed != spent.Load() {
-		t.Errorf("credits_used %d, spent %d", got.CreditsUsed, spent.Load())
-	}
-	books(t, s, a.ID)
-}
-
-// reserveMany runs n concurrent reservations of cost and counts outcomes.
-func reserveMany(t *testing.T, s *Store, k store.Key, n int, cost int64) (ok, limited, short int64) {
-	var okN, limitN, shortN atomic.Int64
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var le *store.KeyLimitError
-			var ie *store.InsufficientCreditsError
-			r, err := s.Reserve(ctx, chargeFor(k, cost))
-			switch {
-			case err == nil:
-				okN.Add(1)
-				if r.CreditsRemaining < 0 || r.DebitEntryID == "" {
-					t.Errorf("reservation %+v", r)
-				}
-			case errors.As(err, &le):
-				limitN.Add(1)
-			case errors.As(err, &ie):
-				shortN.Add(1)
-				if ie.Required != cost || ie.Remaining >= cost || ie.Remaining < 0 {
-					t.Errorf("insufficient %+v", ie)
-				}
-			default:
-				t.Errorf("reserve: %v", err)
-			}
-		}()
-	}
-	wg.Wait()
-	return okN.Load(), limitN.Load(), shortN.Load()
-}
-
-func TestConcurrentReserveKeyLimit(t *testing.T) {
-	t.Parallel()
-	s := newStore(t)
-	a := mustAccount(t, s, 1000)
-	k := mustKey(t, s, a.ID, ptr(30))
-	ok, limited, short := reserveMany(t, s, k, 200, 3)
-	if ok != 10 || limited != 190 || short != 0 {
-		t.Fatalf("%d ok, %d key limit, %d insufficient; want 10/190/0", ok, limited, short)
-	}
-	if got, _ := s.Key(ctx, a.ID, k.ID); got.CreditsUsed != 30 {
-		t.Errorf("credits_used %d", got.CreditsUsed)
-	}
-	if entries := books(t, s, a.ID); len(entries) != 11 || entries[0].BalanceAfter != 970 {
-		t.Errorf("%d entries", len(entries))
-	}
-}
-
-func TestConcurrentReserveWallet(t *testing.T) {
-	t.Parallel()
-	s := newStore(t)
-	a := mustAccount(t, s, 30)
-	k := mustKey(t, s, a.ID, nil)
-	ok, limited, short := reserveMany(t, s, k, 200, 3)
-	if ok != 10 || short != 190 || limited != 0 {
-		t.Fatalf("%d ok, %d insufficient, %d key limit; want 10/190/0", ok, short, limited)
-	}
-	if acct := mustAccountState(t, s, a.ID); acct.CreditsRemaining != 0 || acct.CreditsLifetime != 30 {
-		t.Errorf("account %+v", acct)
-	}
-	books(t, s, a.ID)
-}
-
-// Limits changing under concurrent reservations: every reservation that
-// went through is counted once, whatever the limit was.
-func TestReserveWhileTheLimitChanges(t *testing.T) {
-	t.Parallel()
-	s := newStore(t)
-	a := mustAccount(t, s, 1000)
-	k := mustKey(t, s, a.ID, ptr(1000))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := 0; i < 30; i++ {
-			limit := []*int64{ptr(1000), nil, ptr(999)}[i%3]
-			if _, err := s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{SetLimit: true, CreditLimit: limit}); err != nil {
-				t.Error(err)
-			}
-		}
-	}()
-	ok, limited, short := reserveMany(t, s, k, 40, 1)
-	<-done
-	if ok != 40 || limited != 0 || short != 0 {
-		t.Errorf("%d ok, %d limited, %d short", ok, limited, short)
-	}
-	if got, _ := s.Key(ctx, a.ID, k.ID); got.CreditsUsed != 40 {
-		t.Errorf("credits_used %d", got.CreditsUsed)
-	}
-	books(t, s, a.ID)
-}
-
-func TestReserveRefusals(t *testing.T) {
-	t.Parallel()
-	s := newStore(t)
-	a := mustAccount(t, s, 10)
-	k := mustKey(t, s, a.ID, ptr(6))
-	if _, err := s.Reserve(ctx, chargeFor(k, 0)); err == nil {
-		t.Error("a reservation of 0")
-	}
-	missing := k
-	missing.ID = "key_missing"
-	if _, err := s.Reserve(ctx, chargeFor(missing, 1)); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("unknown key: %v", err)
-	}
-	other := mustAccount(t, s, 10)
-	foreign := k
-	foreign.AccountID = other.ID
-	if _, err := s.Reserve(ctx, chargeFor(foreign, 1)); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("a key of another account: %v", err)
-	}
-	// Over both the key's limit and the wallet: the key's limit is reported.
-	var limit *store.KeyLimitError
-	if _, err := s.Reserve(ctx, chargeFor(k, 11)); !errors.As(err, &limit) || limit.CreditLimit != 6 || limit.CreditsUsed != 0 {
-		t.Errorf("key limit first: %v", err)
-	}
-	c := chargeFor(k, 6)
+	c := chargeFor(k, 2)
 	if _, err := s.Reserve(ctx, c); err != nil {
-		t.Fatalf("exactly the limit: %v", err)
-	}
-	if _, err := s.Reserve(ctx, c); !errors.Is(err, store.ErrDuplicateRequest) {
-		t.Errorf("the same request twice: %v", err)
-	}
-	// A limit lowered below what is used: allowed, and refuses charges.
-	if got, err := s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{SetLimit: true, CreditLimit: ptr(2)}); err != nil || *got.CreditLimit != 2 || got.CreditsUsed != 6 {
-		t.Fatalf("lower the limit: %+v %v", got, err)
-	}
-	if _, err := s.Reserve(ctx, chargeFor(k, 1)); !errors.As(err, &limit) || limit.CreditLimit != 2 || limit.CreditsUsed != 6 {
-		t.Errorf("limit below used: %v", err)
-	}
-	if _, err := s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{SetLimit: true}); err != nil {
 		t.Fatal(err)
 	}
-	var short *store.InsufficientCreditsError
-	if _, err := s.Reserve(ctx, chargeFor(k, 5)); !errors.As(err, &short) || short.Required != 5 || short.Remaining != 4 {
-		t.Errorf("uncapped, insufficient: %v", err)
-	}
-	if _, err := s.SetKeyStatus(ctx, a.ID, k.ID, store.KeyRevoked); err != nil {
+	if _, err := s.Refund(ctx, a.ID, c.RequestID); err != nil {
 		t.Fatal(err)
-	}
-	if _, err := s.Reserve(ctx, chargeFor(k, 1)); !errors.Is(err, store.ErrKeyInactive) {
-		t.Errorf("revoked key: %v", err)
-	}
-	if acct := mustAccountState(t, s, a.ID); acct.CreditsRemaining != 4 {
-		t.Errorf("refusals charged: %+v", acct)
-	}
-	books(t, s, a.ID)
-}
-
-func TestRefundAndSettle(t *testing.T) {
-	t.Parallel()
-	s := newStore(t)
-	a := mustAccount(t, s, 20)
-	k := mustKey(t, s, a.ID, ptr(15))
-	c := chargeFor(k, 5)
-	r, err := s.Reserve(ctx, c)
-	if err != nil || r.CreditsRemaining != 15 {
-		t.Fatalf("reserve %+v %v", r, err)
-	}
-	// The balance moves between reserve and refund; the refund builds on it.
-	if _, err := s.Grant(ctx, a.ID, 100, "", "req_top"); err != nil {
-		t.Fatal(err)
-	}
-	after, err := s.Refund(ctx, a.ID, c.RequestID)
-	if err != nil || after != 120 {
-		t.Fatalf("refund %d %v", after, err)
-	}
-	if again, err := s.Refund(ctx, a.ID, c.RequestID); err != nil || again != 120 {
-		t.Errorf("second refund %d %v", again, err)
-	}
-	if got, _ := s.Key(ctx, a.ID, k.ID); got.CreditsUsed != 0 {
-		t.Errorf("credits_used %d", got.CreditsUsed)
-	}
-	var net int64
-	n := 0
-	for _, e := range books(t, s, a.ID) {
-		if e.RequestID == c.RequestID {
-			net += e.Amount
-			n++
-			if e.KeyID != k.ID || e.Endpoint != c.Endpoint || e.KeyPrefix != c.KeyPrefix {
-				t.Errorf("entry %+v", e)
-			}
-		}
-	}
-	if n != 2 || net != 0 {
-		t.Errorf("%d entries netting %d", n, net)
 	}
 	if err := s.Settle(ctx, a.ID, c.RequestID); !errors.Is(err, ErrRefunded) {
 		t.Errorf("settle after refund: %v", err)
 	}
-	if res := rawItem(t, s, "acct#"+a.ID, "req#"+c.RequestID); attrS(t, res, "status") != "refunded" || attrS(t, res, "refund_entry") == "" {
-		t.Errorf("refunded reservation %v", res)
-	}
-
-	c2 := chargeFor(k, 3)
-	if _, err := s.Reserve(ctx, c2); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 2; i++ {
-		if err := s.Settle(ctx, a.ID, c2.RequestID); err != nil {
-			t.Errorf("settle %d: %v", i, err)
-		}
-	}
-	if _, err := s.Refund(ctx, a.ID, c2.RequestID); !errors.Is(err, store.ErrSettled) {
-		t.Errorf("refund after settle: %v", err)
-	}
-	if err := s.Settle(ctx, a.ID, "req_none"); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("settle nothing: %v", err)
-	}
-	if _, err := s.Refund(ctx, a.ID, "req_none"); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("refund nothing: %v", err)
-	}
-	if _, err := s.Refund(ctx, "acct_none", c2.RequestID); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("refund in another account: %v", err)
-	}
-	if acct := mustAccountState(t, s, a.ID); acct.CreditsRemaining != 117 {
-		t.Errorf("balance %d", acct.CreditsRemaining)
-	}
 }
 
-func TestConcurrentDoubleRefunds(t *testing.T) {
+// Page sizes and the cursor's form are this store's: DefaultLedgerLimit,
+// MaxLedgerLimit, and a cursor naming a ledger sort key of its account.
+func TestLedgerPageSizesAndCursors(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
-	a := mustAccount(t, s, 100)
-	k := mustKey(t, s, a.ID, ptr(100))
-	var charges []store.Charge
-	for i := 0; i < 10; i++ {
-		c := chargeFor(k, int64(i+1))
-		if _, err := s.Reserve(ctx, c); err != nil {
+	a := mustAccount(t, s, 0)
+	for i := 0; i <= MaxLedgerLimit; i++ {
+		if _, err := s.Grant(ctx, a.ID, 1, "", unique("req_g")); err != nil {
 			t.Fatal(err)
 		}
-		charges = append(charges, c)
 	}
-	var wg sync.WaitGroup
-	for i := 0; i < 40; i++ {
-		wg.Add(1)
-		go func(c store.Charge) {
-			defer wg.Done()
-			if _, err := s.Refund(ctx, a.ID, c.RequestID); err != nil {
-				t.Error(err)
-			}
-		}(charges[i%10])
+	page, err := s.Ledger(ctx, a.ID, store.LedgerQuery{})
+	if err != nil || len(page.Entries) != DefaultLedgerLimit || page.NextCursor == "" {
+		t.Errorf("default page: %d %q %v", len(page.Entries), page.NextCursor, err)
 	}
-	wg.Wait()
-	if acct := mustAccountState(t, s, a.ID); acct.CreditsRemaining != 100 {
-		t.Errorf("balance %d", acct.CreditsRemaining)
+	page, err = s.Ledger(ctx, a.ID, store.LedgerQuery{Limit: 500})
+	if err != nil || len(page.Entries) != MaxLedgerLimit {
+		t.Fatalf("limit capped: %d %v", len(page.Entries), err)
 	}
-	if got, _ := s.Key(ctx, a.ID, k.ID); got.CreditsUsed != 0 {
-		t.Errorf("credits_used %d", got.CreditsUsed)
+	if want := encodeCursor(a.ID, pfxLedger+page.Entries[MaxLedgerLimit-1].ID); page.NextCursor != want {
+		t.Errorf("cursor %q, want %q", page.NextCursor, want)
 	}
-	if entries := books(t, s, a.ID); len(entries) != 1+10+10 {
-		t.Errorf("%d entries, want 21", len(entries))
+	bad := []string{encodeCursor(a.ID, "key#x"), encodeCursor(a.ID, pfxLedger), encodeCursor(a.ID, pfxLedger+strings.Repeat("x", 2000))}
+	for _, c := range bad {
+		if _, err := s.Ledger(ctx, a.ID, store.LedgerQuery{Cursor: c}); !errors.Is(err, store.ErrBadCursor) {
+			t.Errorf("cursor %q: %v", c, err)
+		}
 	}
 }
 
@@ -719,246 +393,5 @@ func TestExpiredReservation(t *testing.T) {
 	if _, err := s.Reserve(ctx, c); err != nil {
 		t.Errorf("the request id is free again: %v", err)
 	}
-	books(t, s, a.ID)
-}
-
-func TestKeyStatusTransitions(t *testing.T) {
-	t.Parallel()
-	s := newStore(t)
-	a := mustAccount(t, s, 0)
-	active := func(want int) {
-		t.Helper()
-		if got := mustAccountState(t, s, a.ID).ActiveKeys; got != want {
-			t.Fatalf("active_keys %d, want %d", got, want)
-		}
-	}
-	var keys []store.Key
-	for i := 0; i < store.MaxActiveKeys; i++ {
-		keys = append(keys, mustKey(t, s, a.ID, nil))
-	}
-	active(5)
-	if _, err := s.CreateKey(ctx, store.Key{AccountID: a.ID, Hash: sha(unique("k"))}); !errors.Is(err, store.ErrTooManyKeys) {
-		t.Fatalf("sixth key: %v", err)
-	}
-	if _, err := s.CreateKey(ctx, store.Key{AccountID: "acct_none", Hash: sha(unique("k"))}); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("key for nobody: %v", err)
-	}
-	if _, err := s.CreateKey(ctx, store.Key{AccountID: a.ID, Hash: keys[0].Hash}); err == nil {
-		t.Error("a hash is stored once")
-	}
-	set := func(k store.Key, to store.KeyStatus) (store.Key, error) { return s.SetKeyStatus(ctx, a.ID, k.ID, to) }
-	if got, err := set(keys[0], store.KeyRevoked); err != nil || got.Status != store.KeyRevoked || !got.UpdatedAt.After(keys[0].UpdatedAt) {
-		t.Fatalf("revoke %+v %v", got, err)
-	}
-	active(4)
-	if byHash, _ := s.KeyByHash(ctx, keys[0].Hash); byHash.Status != store.KeyRevoked {
-		t.Errorf("the next lookup sees %s", byHash.Status)
-	}
-	if got, err := set(keys[0], store.KeyRevoked); err != nil || got.Status != store.KeyRevoked {
-		t.Errorf("revoke again is a no-op: %+v %v", got, err)
-	}
-	active(4)
-	sixth := mustKey(t, s, a.ID, nil)
-	if _, err := set(keys[0], store.KeyActive); !errors.Is(err, store.ErrTooManyKeys) {
-		t.Errorf("reactivate past the cap: %v", err)
-	}
-	active(5)
-	if _, err := set(sixth, store.KeyDeleted); err != nil {
-		t.Fatal(err)
-	}
-	active(4)
-	if got, err := set(keys[0], store.KeyActive); err != nil || got.Status != store.KeyActive {
-		t.Fatalf("reactivate %+v %v", got, err)
-	}
-	active(5)
-	if _, err := set(keys[1], store.KeyRevoked); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := set(keys[1], store.KeyDeleted); err != nil {
-		t.Fatal(err)
-	}
-	active(4) // deleting a revoked key frees nothing twice
-	for _, to := range []store.KeyStatus{store.KeyActive, store.KeyRevoked, store.KeyDeleted} {
-		if _, err := set(keys[1], to); !errors.Is(err, store.ErrKeyDeleted) {
-			t.Errorf("deleted -> %s: %v", to, err)
-		}
-	}
-	if _, err := set(keys[1], "paused"); err == nil {
-		t.Error("unknown status")
-	}
-	if _, err := s.SetKeyStatus(ctx, a.ID, "key_none", store.KeyRevoked); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("unknown key: %v", err)
-	}
-	if kept, err := s.KeyByHash(ctx, keys[1].Hash); err != nil || kept.Status != store.KeyDeleted {
-		t.Errorf("the deleted row is kept: %+v %v", kept, err)
-	}
-	list, err := s.Keys(ctx, a.ID)
-	if err != nil || len(list) != 4 {
-		t.Fatalf("keys %d %v", len(list), err)
-	}
-	for i := range list {
-		if list[i].Status == store.KeyDeleted || i > 0 && list[i].CreatedAt.Before(list[i-1].CreatedAt) {
-			t.Errorf("list %+v", list)
-		}
-	}
-}
-
-func TestUpdateKey(t *testing.T) {
-	t.Parallel()
-	s := newStore(t)
-	a := mustAccount(t, s, 0)
-	k := mustKey(t, s, a.ID, nil)
-	name := "renamed"
-	got, err := s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{Name: &name, SetLimit: true, CreditLimit: ptr(7)})
-	if err != nil || got.Name != name || got.CreditLimit == nil || *got.CreditLimit != 7 || got.Status != store.KeyActive || got.Hash != k.Hash {
-		t.Fatalf("update %+v %v", got, err)
-	}
-	if got, err = s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{SetLimit: true}); err != nil || got.CreditLimit != nil || got.Name != name {
-		t.Errorf("remove the cap %+v %v", got, err)
-	}
-	if _, has := rawItem(t, s, "acct#"+a.ID, "key#"+k.ID)["credit_limit"]; has {
-		t.Error("credit_limit attribute left behind")
-	}
-	if _, err := s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{SetLimit: true, CreditLimit: ptr(-1)}); err == nil {
-		t.Error("negative limit")
-	}
-	if _, err := s.UpdateKey(ctx, a.ID, "key_none", store.KeyChange{Name: &name}); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("unknown key: %v", err)
-	}
-	if _, err := s.SetKeyStatus(ctx, a.ID, k.ID, store.KeyDeleted); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{Name: &name}); !errors.Is(err, store.ErrKeyDeleted) {
-		t.Errorf("deleted key: %v", err)
-	}
-}
-
-func TestConcurrentCreateKey(t *testing.T) {
-	t.Parallel()
-	s := newStore(t)
-	a := mustAccount(t, s, 0)
-	var ok, capped atomic.Int64
-	var wg sync.WaitGroup
-	for i := 0; i < 10; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := s.CreateKey(ctx, store.Key{AccountID: a.ID, Hash: sha(unique("k"))})
-			switch {
-			case err == nil:
-				ok.Add(1)
-			case errors.Is(err, store.ErrTooManyKeys):
-				capped.Add(1)
-			default:
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
-	if ok.Load() != 5 || capped.Load() != 5 {
-		t.Errorf("%d created, %d capped", ok.Load(), capped.Load())
-	}
-	if list, _ := s.Keys(ctx, a.ID); len(list) != 5 || mustAccountState(t, s, a.ID).ActiveKeys != 5 {
-		t.Errorf("%d keys", len(list))
-	}
-}
-
-// Racing revocations, reactivations and deletions keep active_keys equal
-// to the number of active keys.
-func TestConcurrentStatusChanges(t *testing.T) {
-	t.Parallel()
-	s := newStore(t)
-	a := mustAccount(t, s, 0)
-	var keys []store.Key
-	for i := 0; i < 4; i++ {
-		keys = append(keys, mustKey(t, s, a.ID, nil))
-	}
-	var wg sync.WaitGroup
-	for i := 0; i < 80; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			to := []store.KeyStatus{store.KeyRevoked, store.KeyActive, store.KeyRevoked, store.KeyActive, store.KeyDeleted}[i%5]
-			_, err := s.SetKeyStatus(ctx, a.ID, keys[i%4].ID, to)
-			if err != nil && !errors.Is(err, store.ErrKeyDeleted) && !errors.Is(err, store.ErrTooManyKeys) {
-				t.Error(err)
-			}
-		}(i)
-	}
-	wg.Wait()
-	n := 0
-	for _, k := range keys {
-		if got, _ := s.Key(ctx, a.ID, k.ID); got.Status == store.KeyActive {
-			n++
-		}
-	}
-	if got := mustAccountState(t, s, a.ID).ActiveKeys; got != n {
-		t.Errorf("active_keys %d, %d keys active", got, n)
-	}
-}
-
-func TestLedgerPages(t *testing.T) {
-	t.Parallel()
-	s := newStore(t)
-	a := mustAccount(t, s, 1000)
-	k := mustKey(t, s, a.ID, nil)
-	var target store.Charge
-	for i := 0; i < 130; i++ {
-		c := chargeFor(k, 1)
-		if i == 3 {
-			target = c // deep in the ledger: the filter has to page
-		}
-		if _, err := s.Reserve(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := s.Refund(ctx, a.ID, target.RequestID); err != nil {
-		t.Fatal(err)
-	}
-	page, err := s.Ledger(ctx, a.ID, store.LedgerQuery{})
-	if err != nil || len(page.Entries) != DefaultLedgerLimit || page.NextCursor == "" {
-		t.Errorf("default page: %d %q %v", len(page.Entries), page.NextCursor, err)
-	}
-	page, err = s.Ledger(ctx, a.ID, store.LedgerQuery{Limit: 500})
-	if err != nil || len(page.Entries) != MaxLedgerLimit {
-		t.Errorf("limit capped: %d %v", len(page.Entries), err)
-	}
-	rest, err := s.Ledger(ctx, a.ID, store.LedgerQuery{Limit: 100, Cursor: page.NextCursor})
-	if err != nil || len(rest.Entries) != 132-100 || rest.NextCursor != "" {
-		t.Errorf("last page: %d %q %v", len(rest.Entries), rest.NextCursor, err)
-	}
-	if rest.Entries[len(rest.Entries)-1].Type != store.EntryGrant || rest.Entries[0].ID >= page.Entries[99].ID {
-		t.Error("pages do not continue each other")
-	}
-	if len(books(t, s, a.ID)) != 132 {
-		t.Error("books")
-	}
-	byReq, err := s.Ledger(ctx, a.ID, store.LedgerQuery{RequestID: target.RequestID})
-	if err != nil || len(byReq.Entries) != 2 || byReq.NextCursor != "" || byReq.Entries[0].Type != store.EntryRefund || byReq.Entries[1].Type != store.EntryDebit {
-		t.Errorf("by request: %+v %v", byReq, err)
-	}
-	first, err := s.Ledger(ctx, a.ID, store.LedgerQuery{RequestID: target.RequestID, Limit: 1})
-	if err != nil || len(first.Entries) != 1 || first.NextCursor == "" {
-		t.Fatalf("by request, one per page: %+v %v", first, err)
-	}
-	second, err := s.Ledger(ctx, a.ID, store.LedgerQuery{RequestID: target.RequestID, Limit: 1, Cursor: first.NextCursor})
-	if err != nil || len(second.Entries) != 1 || second.Entries[0].Type != store.EntryDebit || second.NextCursor != "" {
-		t.Errorf("by request, second page: %+v %v", second, err)
-	}
-	if none, err := s.Ledger(ctx, a.ID, store.LedgerQuery{RequestID: "req_none"}); err != nil || len(none.Entries) != 0 || none.NextCursor != "" {
-		t.Errorf("no entries: %+v %v", none, err)
-	}
-	other := mustAccount(t, s, 1)
-	bad := []string{"%%%", encodeCursor(a.ID, "key#x"), encodeCursor(a.ID, "ledger#"), encodeCursor(a.ID, "ledger#"+strings.Repeat("x", 2000))}
-	for _, c := range bad {
-		if _, err := s.Ledger(ctx, a.ID, store.LedgerQuery{Cursor: c}); !errors.Is(err, store.ErrBadCursor) {
-			t.Errorf("cursor %q: %v", c, err)
-		}
-	}
-	if _, err := s.Ledger(ctx, other.ID, store.LedgerQuery{Cursor: page.NextCursor}); !errors.Is(err, store.ErrBadCursor) {
-		t.Errorf("another account's cursor: %v", err)
-	}
-	if empty, err := s.Ledger(ctx, "acct_none", store.LedgerQuery{}); err != nil || len(empty.Entries) != 0 {
-		t.Errorf("unknown account: %+v %v", empty, err)
-	}
+	storetest.CheckLedger(t, s, a.ID)
 }

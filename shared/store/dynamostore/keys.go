@@ -24,6 +24,15 @@ var statusName = map[string]string{"#status": "status"}
 // MaxActiveKeys, then +1) and writes the key and its hash lookup, in one
 // transaction. The caller may choose the key id; otherwise one is drawn.
 func (s *Store) CreateKey(ctx context.Context, k store.Key) (store.Key, error) {
+	return s.createKey(ctx, k, false)
+}
+
+// CreateFirstKey also requires keys_created = 0 (absent on old items).
+func (s *Store) CreateFirstKey(ctx context.Context, k store.Key) (store.Key, error) {
+	return s.createKey(ctx, k, true)
+}
+
+func (s *Store) createKey(ctx context.Context, k store.Key, first bool) (store.Key, error) {
 	if k.AccountID == "" || k.Hash == "" {
 		return store.Key{}, errors.New("dynamostore: a key needs an account and a hash")
 	}
@@ -47,9 +56,13 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key) (store.Key, error) {
 	if err != nil {
 		return store.Key{}, err
 	}
+	cond, values := "active_keys < :max", vals{":max": num(store.MaxActiveKeys), ":one": num(1)}
+	if first {
+		cond += " AND (attribute_not_exists(keys_created) OR keys_created = :zero)"
+		values[":zero"] = num(0)
+	}
 	items := []types.TransactWriteItem{
-		update(s, pk, skAccount, "active_keys < :max", "ADD active_keys :one", nil,
-			vals{":max": num(store.MaxActiveKeys), ":one": num(1)}),
+		update(s, pk, skAccount, cond, "ADD active_keys :one, keys_created :one", nil, values),
 		putNew(s, keyAV),
 		putNew(s, lookupAV),
 	}
@@ -64,6 +77,13 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key) (store.Key, error) {
 		if bad, old := c.failed(0); bad {
 			if old == nil {
 				return store.Key{}, store.ErrNotFound
+			}
+			a, err := decode[accountItem](old)
+			if err != nil {
+				return store.Key{}, err
+			}
+			if first && a.KeysCreated > 0 {
+				return store.Key{}, store.ErrHasKeys
 			}
 			return store.Key{}, store.ErrTooManyKeys
 		}

@@ -123,9 +123,12 @@ func (s *Store) appendEntry(tx *bolt.Tx, a *account, e store.Entry) (store.Entry
 	return e, put(tx.Bucket(bLedger), join(a.ID, e.ID), e)
 }
 
-func (s *Store) CreateAccount(ctx context.Context, credits int64, consoleTokenHash string) (store.Account, error) {
-	if credits < 0 {
-		return store.Account{}, errors.New("embedded store: negative credits")
+func (s *Store) CreateAccount(ctx context.Context, credits int64, consoleTokenHash, requestID string) (store.Account, error) {
+	if credits < 0 || consoleTokenHash == "" {
+		return store.Account{}, store.ErrInvalid
+	}
+	if credits > store.MaxCredits {
+		return store.Account{}, store.ErrCreditCeiling
 	}
 	now := s.now()
 	a := account{Account: store.Account{ID: store.NewAccountID(), CreatedAt: now, BalanceChangedAt: now}, ConsoleHash: consoleTokenHash}
@@ -142,7 +145,7 @@ func (s *Store) CreateAccount(ctx context.Context, credits int64, consoleTokenHa
 		if credits == 0 {
 			return nil
 		}
-		_, err := s.appendEntry(tx, &a, store.Entry{Type: store.EntryGrant, Amount: credits, Note: "opening balance", CreatedAt: now})
+		_, err := s.appendEntry(tx, &a, store.Entry{Type: store.EntryGrant, Amount: credits, Note: "opening balance", RequestID: requestID, CreatedAt: now})
 		return err
 	})
 	return a.Account, err
@@ -172,12 +175,15 @@ func (s *Store) AccountByConsoleToken(ctx context.Context, tokenHash string) (st
 
 func (s *Store) Grant(ctx context.Context, accountID string, amount int64, note, requestID string) (store.Account, error) {
 	if amount <= 0 {
-		return store.Account{}, errors.New("embedded store: a grant is positive")
+		return store.Account{}, store.ErrInvalid
 	}
 	var a account
 	err := s.update(ctx, func(tx *bolt.Tx) (err error) {
 		if a, err = get[account](tx.Bucket(bAccounts), []byte(accountID)); err != nil {
 			return err
+		}
+		if a.CreditsRemaining > store.MaxCredits-amount {
+			return store.ErrCreditCeiling
 		}
 		_, err = s.appendEntry(tx, &a, store.Entry{Type: store.EntryGrant, Amount: amount, Note: note, RequestID: requestID, CreatedAt: s.now()})
 		return err
@@ -186,10 +192,24 @@ func (s *Store) Grant(ctx context.Context, accountID string, amount int64, note,
 }
 
 func (s *Store) CreateKey(ctx context.Context, k store.Key) (store.Key, error) {
+	return s.createKey(ctx, k, false)
+}
+
+func (s *Store) CreateFirstKey(ctx context.Context, k store.Key) (store.Key, error) {
+	return s.createKey(ctx, k, true)
+}
+
+func (s *Store) createKey(ctx context.Context, k store.Key, first bool) (store.Key, error) {
+	if k.AccountID == "" || k.Hash == "" || (k.CreditLimit != nil && *k.CreditLimit < 0) {
+		return store.Key{}, store.ErrInvalid
+	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		a, err := get[account](tx.Bucket(bAccounts), []byte(k.AccountID))
 		if err != nil {
 			return err
+		}
+		if first && a.KeysCreated > 0 {
+			return store.ErrHasKeys
 		}
 		if a.ActiveKeys >= store.MaxActiveKeys {
 			return store.ErrTooManyKeys
@@ -203,6 +223,7 @@ func (s *Store) CreateKey(ctx context.Context, k store.Key) (store.Key, error) {
 		}
 		k.Status, k.CreditsUsed, k.CreatedAt, k.UpdatedAt = store.KeyActive, 0, now, now
 		a.ActiveKeys++
+		a.KeysCreated++
 		if err := put(tx.Bucket(bAccounts), []byte(a.ID), a); err != nil {
 			return err
 		}
@@ -311,6 +332,9 @@ func (s *Store) SetKeyStatus(ctx context.Context, accountID, keyID string, to st
 }
 
 func (s *Store) UpdateKey(ctx context.Context, accountID, keyID string, c store.KeyChange) (store.Key, error) {
+	if c.SetLimit && c.CreditLimit != nil && *c.CreditLimit < 0 {
+		return store.Key{}, store.ErrInvalid
+	}
 	return s.changeKey(ctx, accountID, keyID, func(_ *account, k *store.Key) error {
 		if c.Name != nil {
 			k.Name = *c.Name
@@ -323,6 +347,9 @@ func (s *Store) UpdateKey(ctx context.Context, accountID, keyID string, c store.
 }
 
 func (s *Store) Reserve(ctx context.Context, c store.Charge) (store.Reservation, error) {
+	if c.Cost <= 0 || c.RequestID == "" {
+		return store.Reservation{}, store.ErrInvalid
+	}
 	var res store.Reservation
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		resKey := join(c.AccountID, c.RequestID)
@@ -421,8 +448,11 @@ func (s *Store) Refund(ctx context.Context, accountID, requestID string) (int64,
 
 func (s *Store) Ledger(ctx context.Context, accountID string, q store.LedgerQuery) (store.LedgerPage, error) {
 	limit := q.Limit
-	if limit <= 0 || limit > 100 {
+	switch {
+	case limit <= 0:
 		limit = 20
+	case limit > 100:
+		limit = 100
 	}
 	prefix := join(accountID, "")
 	start := append(append([]byte{}, prefix...), 0xff) // past the last entry of the account

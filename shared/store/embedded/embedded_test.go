@@ -29,7 +29,7 @@ func TestRestartKeepsEverything(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := open(t, dir)
-	a, err := s.CreateAccount(ctx, 100, "consolehash")
+	a, err := s.CreateAccount(ctx, 100, "consolehash", "req_open")
 	if err != nil {
 		t.Fatal(err)
 	}

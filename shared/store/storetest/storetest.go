@@ -23,6 +23,7 @@ type Factory func(t *testing.T) store.Store
 func Run(t *testing.T, newStore Factory) {
 	tests := map[string]func(*testing.T, store.Store){
 		"Accounts":                      testAccounts,
+		"FirstKey":                      testFirstKey,
 		"Grant":                         testGrant,
 		"KeyLifecycle":                  testKeyLifecycle,
 		"FiveActiveKeys":                testFiveActiveKeys,
@@ -37,6 +38,9 @@ func Run(t *testing.T, newStore Factory) {
 		"ConcurrentReserveAndRefund":    testConcurrentReserveAndRefund,
 		"ConcurrentRefundsRefundOnce":   testConcurrentRefunds,
 		"ConcurrentStatusChangesCounts": testConcurrentStatusChanges,
+		"ReserveNeedsAPositiveCost":     testReservePositiveCost,
+		"ConcurrentGrantsAndReserves":   testConcurrentGrantsAndReserves,
+		"ReserveWhileTheLimitChanges":   testReserveWhileTheLimitChanges,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -60,7 +64,7 @@ func unique(prefix string) string { return fmt.Sprintf("%s%d", prefix, seq.Add(1
 
 func newAccount(t *testing.T, s store.Store, credits int64) store.Account {
 	t.Helper()
-	a, err := s.CreateAccount(ctx, credits, hash(unique("console")))
+	a, err := s.CreateAccount(ctx, credits, hash(unique("console")), unique("req_open"))
 	if err != nil {
 		t.Fatalf("CreateAccount: %v", err)
 	}
@@ -111,23 +115,25 @@ func allEntries(t *testing.T, s store.Store, accountID string, q store.LedgerQue
 	}
 }
 
-// checkLedger proves the books: entries sum to the balance change since
-// opening, nothing is negative, and every entry names its request.
-func checkLedger(t *testing.T, s store.Store, accountID string) []store.Entry {
+// CheckLedger proves an account's books. The whole ledger, read through
+// its cursor, is newest first by id (so no entry is listed twice); each
+// balance_after follows from the entry before it, the oldest from 0, and
+// the newest is the balance; the amounts sum to the balance; nothing is
+// negative; debits are negative, grants and refunds positive; every entry
+// belongs to the account and all but grants name their request.
+func CheckLedger(t *testing.T, s store.Store, accountID string) []store.Entry {
 	t.Helper()
+	entries := allEntries(t, s, accountID, store.LedgerQuery{Limit: 100})
 	a, err := s.Account(ctx, accountID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	entries := allEntries(t, s, accountID, store.LedgerQuery{Limit: 100})
 	var sum int64
-	seen := map[string]bool{}
-	for _, e := range entries {
+	for i, e := range entries {
 		sum += e.Amount
-		if seen[e.ID] {
-			t.Errorf("entry %s listed twice", e.ID)
+		if e.AccountID != accountID {
+			t.Errorf("entry %s belongs to %q", e.ID, e.AccountID)
 		}
-		seen[e.ID] = true
 		if e.BalanceAfter < 0 {
 			t.Errorf("entry %s leaves a negative balance %d", e.ID, e.BalanceAfter)
 		}
@@ -137,24 +143,41 @@ func checkLedger(t *testing.T, s store.Store, accountID string) []store.Entry {
 		if e.Type == store.EntryDebit && e.Amount >= 0 || e.Type != store.EntryDebit && e.Amount <= 0 {
 			t.Errorf("entry %s: %s of %d", e.ID, e.Type, e.Amount)
 		}
+		if i+1 == len(entries) {
+			if e.BalanceAfter != e.Amount {
+				t.Errorf("the oldest entry does not start from 0: %+v", e)
+			}
+			break
+		}
+		if older := entries[i+1]; older.ID >= e.ID {
+			t.Errorf("not newest first by id: %s then %s", e.ID, older.ID)
+		} else if e.BalanceAfter-e.Amount != older.BalanceAfter {
+			t.Errorf("entries %d and %d do not chain: %+v after %+v", i, i+1, e, older)
+		}
 	}
-	if sum != a.CreditsRemaining {
+	if sum != a.CreditsRemaining || a.CreditsRemaining < 0 {
 		t.Errorf("ledger sums to %d, balance is %d", sum, a.CreditsRemaining)
 	}
-	if a.CreditsRemaining < 0 {
-		t.Errorf("negative balance %d", a.CreditsRemaining)
+	if len(entries) > 0 && entries[0].BalanceAfter != a.CreditsRemaining {
+		t.Errorf("newest balance_after %d, balance %d", entries[0].BalanceAfter, a.CreditsRemaining)
 	}
 	return entries
 }
 
 func testAccounts(t *testing.T, s store.Store) {
 	token := hash(unique("console"))
-	a, err := s.CreateAccount(ctx, 1000, token)
+	a, err := s.CreateAccount(ctx, 1000, token, "req_open_1000")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.ID == "" || a.CreditsRemaining != 1000 || a.CreditsLifetime != 1000 || a.ActiveKeys != 0 || a.BalanceChangedAt.IsZero() {
 		t.Errorf("new account %+v", a)
+	}
+	if _, err := s.CreateAccount(ctx, 5, token, unique("req_")); err == nil {
+		t.Error("a console token opens one account")
+	}
+	if _, err := s.CreateAccount(ctx, -1, hash(unique("console")), unique("req_")); err == nil {
+		t.Error("negative opening credits")
 	}
 	got, err := s.AccountByConsoleToken(ctx, token)
 	if err != nil || got.ID != a.ID {
@@ -166,28 +189,99 @@ func testAccounts(t *testing.T, s store.Store) {
 	if _, err := s.Account(ctx, "acct_missing"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown account: %v", err)
 	}
-	entries := checkLedger(t, s, a.ID)
-	if len(entries) != 1 || entries[0].Type != store.EntryGrant || entries[0].BalanceAfter != 1000 {
-		t.Errorf("opening grant %+v", entries)
+	entries := CheckLedger(t, s, a.ID)
+	if len(entries) != 1 || entries[0].Type != store.EntryGrant || entries[0].BalanceAfter != 1000 || entries[0].RequestID != "req_open_1000" {
+		t.Errorf("the opening grant names its request: %+v", entries)
+	}
+	if _, err := s.CreateAccount(ctx, store.MaxCredits+1, hash(unique("console")), unique("req_")); err == nil {
+		t.Error("opening credits above the ceiling")
 	}
 	empty := newAccount(t, s, 0)
-	if got := checkLedger(t, s, empty.ID); len(got) != 0 {
+	if got := CheckLedger(t, s, empty.ID); len(got) != 0 {
 		t.Errorf("an empty account has no entries: %+v", got)
 	}
 }
 
 func testGrant(t *testing.T, s store.Store) {
-	a := newAccount(t, s, 10)
+	token := hash(unique("console"))
+	a, err := s.CreateAccount(ctx, 10, token, unique("req_"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, amount := range []int64{0, -5} {
+		if _, err := s.Grant(ctx, a.ID, amount, "", unique("req_")); err == nil {
+			t.Errorf("a grant of %d", amount)
+		}
+	}
 	after, err := s.Grant(ctx, a.ID, 25, "top-up", "req_grant1")
-	if err != nil || after.CreditsRemaining != 35 || after.CreditsLifetime != 35 {
+	if err != nil || after.ID != a.ID || after.CreditsRemaining != 35 || after.CreditsLifetime != 35 {
 		t.Fatalf("grant: %+v %v", after, err)
 	}
-	entries := checkLedger(t, s, a.ID)
-	if e := entries[0]; e.Type != store.EntryGrant || e.Amount != 25 || e.BalanceAfter != 35 || e.Note != "top-up" || e.RequestID != "req_grant1" {
+	entries := CheckLedger(t, s, a.ID)
+	if len(entries) != 2 {
+		t.Errorf("refused grants wrote entries: %+v", entries)
+	}
+	if e := entries[0]; e.Type != store.EntryGrant || e.Amount != 25 || e.BalanceAfter != 35 || e.Note != "top-up" || e.RequestID != "req_grant1" || e.AccountID != a.ID {
 		t.Errorf("grant entry %+v", e)
+	}
+	if by, err := s.AccountByConsoleToken(ctx, token); err != nil || by.CreditsRemaining != 35 || by.CreditsLifetime != 35 {
+		t.Errorf("by console token after the grant: %+v %v", by, err)
 	}
 	if _, err := s.Grant(ctx, "acct_missing", 5, "", "req_x"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("grant to nobody: %v", err)
+	}
+	if _, err := s.Grant(ctx, a.ID, store.MaxCredits-34, "", unique("req_")); !errors.Is(err, store.ErrCreditCeiling) {
+		t.Errorf("a grant past the ceiling: %v", err)
+	}
+	if _, err := s.Grant(ctx, a.ID, 1<<62, "", unique("req_")); !errors.Is(err, store.ErrCreditCeiling) {
+		t.Errorf("a grant that would overflow: %v", err)
+	}
+	if top, err := s.Grant(ctx, a.ID, store.MaxCredits-35, "", unique("req_")); err != nil || top.CreditsRemaining != store.MaxCredits {
+		t.Errorf("exactly the ceiling: %+v %v", top, err)
+	}
+	CheckLedger(t, s, a.ID)
+}
+
+func testFirstKey(t *testing.T, s store.Store) {
+	a := newAccount(t, s, 0)
+	var ok, had atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.CreateFirstKey(ctx, store.Key{AccountID: a.ID, Hash: hash(unique("k")), Prefix: "mn_abcd", Last4: "aaaa"})
+			switch {
+			case err == nil:
+				ok.Add(1)
+			case errors.Is(err, store.ErrHasKeys):
+				had.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != 1 || had.Load() != 7 {
+		t.Fatalf("concurrent first visits created %d keys", ok.Load())
+	}
+	acct, _ := s.Account(ctx, a.ID)
+	keys, _ := s.Keys(ctx, a.ID)
+	if acct.KeysCreated != 1 || len(keys) != 1 {
+		t.Fatalf("keys created %d, listed %d", acct.KeysCreated, len(keys))
+	}
+	if _, err := s.SetKeyStatus(ctx, a.ID, keys[0].ID, store.KeyDeleted); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateFirstKey(ctx, store.Key{AccountID: a.ID, Hash: hash(unique("k")), Prefix: "mn_abcd", Last4: "aaaa"}); !errors.Is(err, store.ErrHasKeys) {
+		t.Errorf("deleting every key does not make the next visit a first one: %v", err)
+	}
+	newKey(t, s, a.ID, nil)
+	if acct, _ := s.Account(ctx, a.ID); acct.KeysCreated != 2 {
+		t.Errorf("CreateKey counts too: %d", acct.KeysCreated)
+	}
+	if _, err := s.CreateFirstKey(ctx, store.Key{AccountID: "acct_missing", Hash: hash(unique("k")), Prefix: "mn_abcd", Last4: "aaaa"}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown account: %v", err)
 	}
 }
 
@@ -204,7 +298,7 @@ func testKeyLifecycle(t *testing.T, s store.Store) {
 	if _, err := s.KeyByHash(ctx, hash("unknown")); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown hash: %v", err)
 	}
-	step := func(to store.KeyStatus, wantActive int) {
+	step := func(to store.KeyStatus, wantActive int) store.Key {
 		t.Helper()
 		got, err := s.SetKeyStatus(ctx, a.ID, k.ID, to)
 		if err != nil || got.Status != to {
@@ -216,14 +310,25 @@ func testKeyLifecycle(t *testing.T, s store.Store) {
 		if acct, _ := s.Account(ctx, a.ID); acct.ActiveKeys != wantActive {
 			t.Fatalf("active keys %d, want %d", acct.ActiveKeys, wantActive)
 		}
+		return got
 	}
-	step(store.KeyRevoked, 0)
+	if got := step(store.KeyRevoked, 0); !got.UpdatedAt.After(k.UpdatedAt) {
+		t.Errorf("revoking moves updated_at: %v, was %v", got.UpdatedAt, k.UpdatedAt)
+	}
 	step(store.KeyRevoked, 0) // no-op
 	step(store.KeyActive, 1)
 	step(store.KeyActive, 1) // no-op
+	if _, err := s.SetKeyStatus(ctx, a.ID, k.ID, "paused"); err == nil {
+		t.Error("an unknown status")
+	}
+	if got, _ := s.Key(ctx, a.ID, k.ID); got.Status != store.KeyActive {
+		t.Errorf("an unknown status changed the key to %s", got.Status)
+	}
 	step(store.KeyDeleted, 0)
-	if _, err := s.SetKeyStatus(ctx, a.ID, k.ID, store.KeyActive); !errors.Is(err, store.ErrKeyDeleted) {
-		t.Errorf("a deleted key has no undo: %v", err)
+	for _, to := range []store.KeyStatus{store.KeyActive, store.KeyRevoked, store.KeyDeleted} {
+		if _, err := s.SetKeyStatus(ctx, a.ID, k.ID, to); !errors.Is(err, store.ErrKeyDeleted) {
+			t.Errorf("a deleted key has no undo: to %s: %v", to, err)
+		}
 	}
 	name := "x"
 	if _, err := s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{Name: &name}); !errors.Is(err, store.ErrKeyDeleted) {
@@ -231,6 +336,9 @@ func testKeyLifecycle(t *testing.T, s store.Store) {
 	}
 	if kept, err := s.Key(ctx, a.ID, k.ID); err != nil || kept.Status != store.KeyDeleted {
 		t.Errorf("the deleted row is kept: %+v %v", kept, err)
+	}
+	if kept, err := s.KeyByHash(ctx, k.Hash); err != nil || kept.Status != store.KeyDeleted {
+		t.Errorf("a lookup finds the deleted row: %+v %v", kept, err)
 	}
 	if keys, _ := s.Keys(ctx, a.ID); len(keys) != 0 {
 		t.Errorf("a deleted key disappears from the list: %+v", keys)
@@ -257,22 +365,55 @@ func testKeyLifecycle(t *testing.T, s store.Store) {
 
 func testFiveActiveKeys(t *testing.T, s store.Store) {
 	a := newAccount(t, s, 0)
+	active := func(want int) {
+		t.Helper()
+		if acct, _ := s.Account(ctx, a.ID); acct.ActiveKeys != want {
+			t.Fatalf("active keys %d, want %d", acct.ActiveKeys, want)
+		}
+	}
+	if _, err := s.CreateKey(ctx, store.Key{AccountID: "acct_missing", Hash: hash(unique("k"))}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a key for nobody: %v", err)
+	}
 	var keys []store.Key
 	for i := 0; i < store.MaxActiveKeys; i++ {
 		keys = append(keys, newKey(t, s, a.ID, nil))
 	}
+	active(store.MaxActiveKeys)
 	if _, err := s.CreateKey(ctx, store.Key{AccountID: a.ID, Hash: hash(unique("k")), Prefix: "mn_abcd", Last4: "aaaa"}); !errors.Is(err, store.ErrTooManyKeys) {
 		t.Fatalf("sixth active key: %v", err)
 	}
 	if _, err := s.SetKeyStatus(ctx, a.ID, keys[0].ID, store.KeyRevoked); err != nil {
 		t.Fatal(err)
 	}
+	active(4)
+	if _, err := s.CreateKey(ctx, store.Key{AccountID: a.ID, Hash: keys[1].Hash, Prefix: "mn_abcd", Last4: "aaaa"}); err == nil || errors.Is(err, store.ErrTooManyKeys) {
+		t.Errorf("a hash is stored once: %v", err)
+	}
+	active(4)
 	sixth := newKey(t, s, a.ID, nil) // the revoked key freed a slot
 	if _, err := s.SetKeyStatus(ctx, a.ID, keys[0].ID, store.KeyActive); !errors.Is(err, store.ErrTooManyKeys) {
 		t.Errorf("reactivating past the cap: %v", err)
 	}
+	active(store.MaxActiveKeys)
 	if list, _ := s.Keys(ctx, a.ID); len(list) != 6 || list[5].ID != sixth.ID {
 		t.Errorf("keys oldest first, revoked included: %d", len(list))
+	}
+	if _, err := s.SetKeyStatus(ctx, a.ID, sixth.ID, store.KeyDeleted); err != nil {
+		t.Fatal(err)
+	}
+	active(4)
+	if got, err := s.SetKeyStatus(ctx, a.ID, keys[0].ID, store.KeyActive); err != nil || got.Status != store.KeyActive {
+		t.Fatalf("reactivating in the slot a deletion freed: %+v %v", got, err)
+	}
+	active(store.MaxActiveKeys)
+	list, err := s.Keys(ctx, a.ID)
+	if err != nil || len(list) != len(keys) {
+		t.Fatalf("keys without the deleted one: %d %v", len(list), err)
+	}
+	for i := range list {
+		if list[i].ID != keys[i].ID || list[i].Status != store.KeyActive || i > 0 && list[i].CreatedAt.Before(list[i-1].CreatedAt) {
+			t.Errorf("keys oldest first: %d is %+v", i, list[i])
+		}
 	}
 }
 
@@ -302,35 +443,62 @@ func testConcurrentKeyCreation(t *testing.T, s store.Store) {
 	if acct, _ := s.Account(ctx, a.ID); acct.ActiveKeys != store.MaxActiveKeys {
 		t.Errorf("active keys %d", acct.ActiveKeys)
 	}
+	if list, err := s.Keys(ctx, a.ID); err != nil || len(list) != store.MaxActiveKeys {
+		t.Errorf("%d keys stored: %v", len(list), err)
+	}
 }
 
+// Racing revocations, reactivations and deletions keep active_keys equal
+// to the number of active keys. Keys 0-2 only flip between revoked and
+// active, which never fails; key 3 is also deleted, after which every
+// change to it is ErrKeyDeleted.
 func testConcurrentStatusChanges(t *testing.T, s store.Store) {
 	a := newAccount(t, s, 0)
 	var keys []store.Key
-	for i := 0; i < 3; i++ {
+	for i := 0; i < 4; i++ {
 		keys = append(keys, newKey(t, s, a.ID, nil))
 	}
 	var wg sync.WaitGroup
-	for i := 0; i < 60; i++ {
+	for i := 0; i < 80; i++ {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			to := []store.KeyStatus{store.KeyRevoked, store.KeyActive}[i%2]
-			if _, err := s.SetKeyStatus(ctx, a.ID, keys[i%3].ID, to); err != nil {
+			k, round := keys[i%4], i/4
+			if i%4 < 3 {
+				if _, err := s.SetKeyStatus(ctx, a.ID, k.ID, []store.KeyStatus{store.KeyRevoked, store.KeyActive}[round%2]); err != nil {
+					t.Error(err)
+				}
+				return
+			}
+			to := []store.KeyStatus{store.KeyRevoked, store.KeyActive, store.KeyDeleted}[round%3]
+			if _, err := s.SetKeyStatus(ctx, a.ID, k.ID, to); err != nil && !errors.Is(err, store.ErrKeyDeleted) {
 				t.Error(err)
 			}
 		}(i)
 	}
 	wg.Wait()
 	active := 0
-	list, _ := s.Keys(ctx, a.ID)
-	for _, k := range list {
-		if k.Status == store.KeyActive {
+	for _, k := range keys {
+		got, err := s.Key(ctx, a.ID, k.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == store.KeyActive {
 			active++
 		}
 	}
-	if acct, _ := s.Account(ctx, a.ID); acct.ActiveKeys != active {
-		t.Errorf("active_keys %d but %d keys are active", acct.ActiveKeys, active)
+	if got, _ := s.Key(ctx, a.ID, keys[3].ID); got.Status != store.KeyDeleted {
+		t.Errorf("a deletion is final, key 3 is %s", got.Status)
+	}
+	listed := 0
+	list, _ := s.Keys(ctx, a.ID)
+	for _, k := range list {
+		if k.Status == store.KeyActive {
+			listed++
+		}
+	}
+	if acct, _ := s.Account(ctx, a.ID); acct.ActiveKeys != active || listed != active || len(list) != 3 {
+		t.Errorf("active_keys %d but %d keys are active (%d listed active of %d)", acct.ActiveKeys, active, listed, len(list))
 	}
 }
 
@@ -339,7 +507,8 @@ func testUpdateKey(t *testing.T, s store.Store) {
 	k := newKey(t, s, a.ID, nil)
 	name := "production"
 	got, err := s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{Name: &name, SetLimit: true, CreditLimit: ptr(10)})
-	if err != nil || got.Name != "production" || got.CreditLimit == nil || *got.CreditLimit != 10 {
+	if err != nil || got.ID != k.ID || got.Name != "production" || got.CreditLimit == nil || *got.CreditLimit != 10 ||
+		got.Status != store.KeyActive || got.Hash != k.Hash || got.Prefix != k.Prefix || got.Last4 != k.Last4 {
 		t.Fatalf("update: %+v %v", got, err)
 	}
 	got, err = s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{})
@@ -347,11 +516,20 @@ func testUpdateKey(t *testing.T, s store.Store) {
 		t.Errorf("an empty change changes nothing: %+v %v", got, err)
 	}
 	got, err = s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{SetLimit: true})
-	if err != nil || got.CreditLimit != nil {
+	if err != nil || got.CreditLimit != nil || got.Name != "production" {
 		t.Errorf("removing the cap: %+v %v", got, err)
+	}
+	if read, _ := s.Key(ctx, a.ID, k.ID); read.CreditLimit != nil || read.Name != "production" {
+		t.Errorf("the change is stored: %+v", read)
 	}
 	if _, err := s.UpdateKey(ctx, a.ID, "key_missing", store.KeyChange{Name: &name}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("unknown key: %v", err)
+	}
+	if _, err := s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{SetLimit: true, CreditLimit: ptr(-1)}); err == nil {
+		t.Error("a negative credit limit")
+	}
+	if read, _ := s.Key(ctx, a.ID, k.ID); read.CreditLimit != nil {
+		t.Errorf("a refused limit is stored: %d", *read.CreditLimit)
 	}
 }
 
@@ -369,13 +547,15 @@ func testReserveAndSettle(t *testing.T, s store.Store) {
 	if acct, _ := s.Account(ctx, a.ID); acct.CreditsRemaining != 97 || acct.CreditsLifetime != 100 || !acct.BalanceChangedAt.After(a.BalanceChangedAt) && !acct.BalanceChangedAt.Equal(a.BalanceChangedAt) {
 		t.Errorf("account after reserve %+v", acct)
 	}
-	e := checkLedger(t, s, a.ID)[0]
+	e := CheckLedger(t, s, a.ID)[0]
 	if e.ID != r.DebitEntryID || e.Type != store.EntryDebit || e.Amount != -3 || e.BalanceAfter != 97 || e.RequestID != c.RequestID ||
 		e.Endpoint != c.Endpoint || e.KeyID != k.ID || e.KeyPrefix != "mn_abcd" || e.CreatedAt.IsZero() {
 		t.Errorf("debit entry %+v", e)
 	}
-	if err := s.Settle(ctx, a.ID, c.RequestID); err != nil {
-		t.Fatal(err)
+	for i := 0; i < 2; i++ {
+		if err := s.Settle(ctx, a.ID, c.RequestID); err != nil {
+			t.Fatalf("settle %d: %v", i, err)
+		}
 	}
 	if _, err := s.Refund(ctx, a.ID, c.RequestID); !errors.Is(err, store.ErrSettled) {
 		t.Errorf("a settled charge is kept: %v", err)
@@ -391,13 +571,45 @@ func testReserveAndSettle(t *testing.T, s store.Store) {
 	}
 }
 
+// A charge costs more than 0: a debit of 0 or less would break the books
+// (a negative one would mint credits).
+func testReservePositiveCost(t *testing.T, s store.Store) {
+	a := newAccount(t, s, 10)
+	k := newKey(t, s, a.ID, ptr(5))
+	for _, cost := range []int64{0, -3} {
+		if _, err := s.Reserve(ctx, charge(a, k, cost)); err == nil {
+			t.Errorf("a reservation of %d went through", cost)
+		}
+	}
+	if got, _ := s.Key(ctx, a.ID, k.ID); got.CreditsUsed != 0 {
+		t.Errorf("credits_used %d", got.CreditsUsed)
+	}
+	if b := balance(t, s, a.ID); b != 10 {
+		t.Errorf("balance %d", b)
+	}
+	CheckLedger(t, s, a.ID)
+}
+
 func testReserveRefusals(t *testing.T, s store.Store) {
 	a := newAccount(t, s, 10)
 	k := newKey(t, s, a.ID, ptr(5))
+	missing := k
+	missing.ID = "key_missing"
+	if _, err := s.Reserve(ctx, charge(a, missing, 1)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("an unknown key: %v", err)
+	}
+	other := newAccount(t, s, 10)
+	if _, err := s.Reserve(ctx, charge(other, k, 1)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a key of another account: %v", err)
+	}
+	// Over both the key's limit and the wallet: the key's limit is reported.
+	var limit *store.KeyLimitError
+	if _, err := s.Reserve(ctx, charge(a, k, 11)); !errors.As(err, &limit) || limit.CreditLimit != 5 || limit.CreditsUsed != 0 {
+		t.Errorf("key limit first: %v", err)
+	}
 	if _, err := s.Reserve(ctx, charge(a, k, 4)); err != nil {
 		t.Fatal(err)
 	}
-	var limit *store.KeyLimitError
 	if _, err := s.Reserve(ctx, charge(a, k, 2)); !errors.As(err, &limit) || limit.CreditLimit != 5 || limit.CreditsUsed != 4 {
 		t.Fatalf("over the key's limit: %v", err)
 	}
@@ -409,9 +621,8 @@ func testReserveRefusals(t *testing.T, s store.Store) {
 	if _, err := s.Reserve(ctx, charge(a, free, 6)); !errors.As(err, &short) || short.Required != 6 || short.Remaining != 5 {
 		t.Fatalf("over the balance: %v", err)
 	}
-	// Both refusals apply: the key's limit is reported first.
-	if _, err := s.Reserve(ctx, charge(a, k, 100)); !errors.As(err, &limit) {
-		t.Errorf("key limit first: %v", err)
+	if _, err := s.Reserve(ctx, charge(a, k, 100)); !errors.As(err, &limit) || limit.CreditLimit != 5 || limit.CreditsUsed != 5 {
+		t.Errorf("key limit first, again: %v", err)
 	}
 	if _, err := s.SetKeyStatus(ctx, a.ID, free.ID, store.KeyRevoked); err != nil {
 		t.Fatal(err)
@@ -419,53 +630,71 @@ func testReserveRefusals(t *testing.T, s store.Store) {
 	if _, err := s.Reserve(ctx, charge(a, free, 1)); !errors.Is(err, store.ErrKeyInactive) {
 		t.Errorf("a revoked key: %v", err)
 	}
-	// A limit lowered below what is used refuses every further charge.
-	if _, err := s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{SetLimit: true, CreditLimit: ptr(2)}); err != nil {
-		t.Fatal(err)
+	// A limit lowered below what is used is allowed and refuses every further charge.
+	if got, err := s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{SetLimit: true, CreditLimit: ptr(2)}); err != nil || got.CreditLimit == nil || *got.CreditLimit != 2 || got.CreditsUsed != 5 {
+		t.Fatalf("lowering the limit: %+v %v", got, err)
 	}
 	if _, err := s.Reserve(ctx, charge(a, k, 1)); !errors.As(err, &limit) || limit.CreditLimit != 2 || limit.CreditsUsed != 5 {
 		t.Errorf("limit below used: %v", err)
 	}
-	if balance(t, s, a.ID) != 5 {
-		t.Errorf("balance %d", balance(t, s, a.ID))
+	// Uncapped again, the key is held back only by the wallet.
+	if _, err := s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{SetLimit: true}); err != nil {
+		t.Fatal(err)
 	}
-	checkLedger(t, s, a.ID)
+	if _, err := s.Reserve(ctx, charge(a, k, 6)); !errors.As(err, &short) || short.Required != 6 || short.Remaining != 5 {
+		t.Errorf("uncapped, over the balance: %v", err)
+	}
+	if balance(t, s, a.ID) != 5 || balance(t, s, other.ID) != 10 {
+		t.Errorf("refusals charged: balances %d and %d", balance(t, s, a.ID), balance(t, s, other.ID))
+	}
+	CheckLedger(t, s, a.ID)
+	CheckLedger(t, s, other.ID)
 }
 
 func testRefund(t *testing.T, s store.Store) {
 	a := newAccount(t, s, 20)
 	k := newKey(t, s, a.ID, ptr(10))
 	c := charge(a, k, 7)
-	if _, err := s.Reserve(ctx, c); err != nil {
+	if r, err := s.Reserve(ctx, c); err != nil || r.CreditsRemaining != 13 {
+		t.Fatalf("reserve: %+v %v", r, err)
+	}
+	// The balance moves between reserve and refund; the refund builds on it.
+	if _, err := s.Grant(ctx, a.ID, 100, "", unique("req_")); err != nil {
 		t.Fatal(err)
 	}
 	after, err := s.Refund(ctx, a.ID, c.RequestID)
-	if err != nil || after != 20 {
+	if err != nil || after != 120 {
 		t.Fatalf("refund: %d %v", after, err)
 	}
 	again, err := s.Refund(ctx, a.ID, c.RequestID)
-	if err != nil || again != 20 {
+	if err != nil || again != 120 {
 		t.Errorf("a second refund refunds nothing: %d %v", again, err)
 	}
 	if got, _ := s.Key(ctx, a.ID, k.ID); got.CreditsUsed != 0 {
 		t.Errorf("the key's budget is returned: %d", got.CreditsUsed)
 	}
-	entries := checkLedger(t, s, a.ID)
+	entries := CheckLedger(t, s, a.ID)
 	var debit, refund *store.Entry
-	for i := range entries {
-		if entries[i].RequestID == c.RequestID {
-			switch entries[i].Type {
-			case store.EntryDebit:
-				debit = &entries[i]
-			case store.EntryRefund:
-				if refund != nil {
-					t.Error("two refunds")
-				}
-				refund = &entries[i]
+	for i, e := range entries {
+		if e.RequestID != c.RequestID {
+			continue
+		}
+		if e.KeyID != k.ID || e.Endpoint != c.Endpoint || e.KeyPrefix != "mn_abcd" {
+			t.Errorf("entry of the request %+v", e)
+		}
+		switch e.Type {
+		case store.EntryDebit:
+			debit = &entries[i]
+		case store.EntryRefund:
+			if refund != nil {
+				t.Error("two refunds")
 			}
+			refund = &entries[i]
+		default:
+			t.Errorf("entry of the request %+v", e)
 		}
 	}
-	if debit == nil || refund == nil || debit.Amount+refund.Amount != 0 || refund.BalanceAfter != 20 || refund.Endpoint != c.Endpoint || refund.KeyPrefix != "mn_abcd" {
+	if debit == nil || refund == nil || debit.Amount+refund.Amount != 0 || refund.BalanceAfter != 120 {
 		t.Errorf("debit %+v refund %+v", debit, refund)
 	}
 	if err := s.Settle(ctx, a.ID, c.RequestID); err == nil {
@@ -473,6 +702,12 @@ func testRefund(t *testing.T, s store.Store) {
 	}
 	if _, err := s.Refund(ctx, a.ID, "req_unknown"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("refunding nothing: %v", err)
+	}
+	other := newAccount(t, s, 5)
+	for _, in := range []string{other.ID, "acct_missing"} {
+		if _, err := s.Refund(ctx, in, c.RequestID); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("refunding in account %s: %v", in, err)
+		}
 	}
 	// A refund still lands after the key was revoked.
 	c2 := charge(a, k, 2)
@@ -482,16 +717,22 @@ func testRefund(t *testing.T, s store.Store) {
 	if _, err := s.SetKeyStatus(ctx, a.ID, k.ID, store.KeyRevoked); err != nil {
 		t.Fatal(err)
 	}
-	if after, err := s.Refund(ctx, a.ID, c2.RequestID); err != nil || after != 20 {
+	if after, err := s.Refund(ctx, a.ID, c2.RequestID); err != nil || after != 120 {
 		t.Errorf("refund after revocation: %d %v", after, err)
 	}
+	if acct, _ := s.Account(ctx, a.ID); acct.CreditsRemaining != 120 || acct.CreditsLifetime != 120 {
+		t.Errorf("account %+v", acct)
+	}
+	CheckLedger(t, s, a.ID)
+	CheckLedger(t, s, other.ID)
 }
 
 func testLedger(t *testing.T, s store.Store) {
 	a := newAccount(t, s, 1000)
 	k := newKey(t, s, a.ID, nil)
+	const n = 130
 	var ids []string
-	for i := 0; i < 25; i++ {
+	for i := 0; i < n; i++ {
 		c := charge(a, k, 1)
 		ids = append(ids, c.RequestID)
 		if _, err := s.Reserve(ctx, c); err != nil {
@@ -503,47 +744,74 @@ func testLedger(t *testing.T, s store.Store) {
 			}
 		}
 	}
+	// A request deep in the ledger refunded last: its entries stand at both
+	// ends, more than a page of other entries apart.
+	if _, err := s.Refund(ctx, a.ID, ids[3]); err != nil {
+		t.Fatal(err)
+	}
+	const total = 1 + n + n/5 + 1
 	entries := allEntries(t, s, a.ID, store.LedgerQuery{Limit: 7})
-	if len(entries) != 1+25+5 {
-		t.Fatalf("%d entries through the cursor", len(entries))
+	if len(entries) != total {
+		t.Fatalf("%d entries through the cursor, want %d", len(entries), total)
 	}
-	// Newest first, and each balance_after follows from the one before it.
-	for i := 0; i+1 < len(entries); i++ {
-		if entries[i].BalanceAfter-entries[i].Amount != entries[i+1].BalanceAfter {
-			t.Fatalf("entries %d and %d do not chain: %+v %+v", i, i+1, entries[i], entries[i+1])
-		}
-	}
-	if entries[len(entries)-1].Type != store.EntryGrant || entries[0].BalanceAfter != balance(t, s, a.ID) {
+	if entries[len(entries)-1].Type != store.EntryGrant || entries[0].Type != store.EntryRefund || entries[0].RequestID != ids[3] {
 		t.Errorf("oldest %+v newest %+v", entries[len(entries)-1], entries[0])
 	}
-	checkLedger(t, s, a.ID)
+	// Pages of any size continue each other.
+	for i, e := range CheckLedger(t, s, a.ID) {
+		if e.ID != entries[i].ID {
+			t.Fatalf("entry %d: %s in pages of 100, %s in pages of 7", i, e.ID, entries[i].ID)
+		}
+	}
+	first, err := s.Ledger(ctx, a.ID, store.LedgerQuery{Limit: 100})
+	if err != nil || len(first.Entries) != 100 || first.NextCursor == "" {
+		t.Fatalf("first page: %d %q %v", len(first.Entries), first.NextCursor, err)
+	}
+	last, err := s.Ledger(ctx, a.ID, store.LedgerQuery{Limit: total - 100, Cursor: first.NextCursor})
+	if err != nil || len(last.Entries) != total-100 || last.NextCursor != "" || last.Entries[0].ID != entries[100].ID {
+		t.Errorf("an exact last page has no cursor: %d %q %v", len(last.Entries), last.NextCursor, err)
+	}
+
 	byRequest := allEntries(t, s, a.ID, store.LedgerQuery{RequestID: ids[5]})
 	if len(byRequest) != 2 || byRequest[0].Type != store.EntryRefund || byRequest[1].Type != store.EntryDebit {
 		t.Errorf("entries of one request: %+v", byRequest)
 	}
-	if got := allEntries(t, s, a.ID, store.LedgerQuery{RequestID: ids[6]}); len(got) != 1 {
+	if got := allEntries(t, s, a.ID, store.LedgerQuery{RequestID: ids[6]}); len(got) != 1 || got[0].Type != store.EntryDebit {
 		t.Errorf("one debit: %+v", got)
 	}
-	if got := allEntries(t, s, a.ID, store.LedgerQuery{RequestID: "req_none"}); len(got) != 0 {
-		t.Errorf("no entries: %+v", got)
+	// Filtering finds entries however far apart, and pages them too.
+	deep, err := s.Ledger(ctx, a.ID, store.LedgerQuery{RequestID: ids[3]})
+	if err != nil || len(deep.Entries) != 2 || deep.NextCursor != "" || deep.Entries[0].Type != store.EntryRefund || deep.Entries[1].Type != store.EntryDebit {
+		t.Errorf("entries of a request far apart: %+v %v", deep, err)
 	}
-	page, err := s.Ledger(ctx, a.ID, store.LedgerQuery{Limit: 31})
-	if err != nil || len(page.Entries) != 31 || page.NextCursor != "" {
-		t.Errorf("an exact last page has no cursor: %d %q %v", len(page.Entries), page.NextCursor, err)
+	one, err := s.Ledger(ctx, a.ID, store.LedgerQuery{RequestID: ids[3], Limit: 1})
+	if err != nil || len(one.Entries) != 1 || one.Entries[0].Type != store.EntryRefund || one.NextCursor == "" {
+		t.Fatalf("by request, one a page: %+v %v", one, err)
 	}
-	for _, bad := range []string{"!!!", "bm90LWEtY3Vyc29y"} {
+	two, err := s.Ledger(ctx, a.ID, store.LedgerQuery{RequestID: ids[3], Limit: 1, Cursor: one.NextCursor})
+	if err != nil || len(two.Entries) != 1 || two.Entries[0].Type != store.EntryDebit || two.NextCursor != "" {
+		t.Errorf("by request, the second page: %+v %v", two, err)
+	}
+	if none, err := s.Ledger(ctx, a.ID, store.LedgerQuery{RequestID: "req_none"}); err != nil || len(none.Entries) != 0 || none.NextCursor != "" {
+		t.Errorf("no entries: %+v %v", none, err)
+	}
+
+	for _, bad := range []string{"!!!", "%%%", "bm90LWEtY3Vyc29y"} {
 		if _, err := s.Ledger(ctx, a.ID, store.LedgerQuery{Cursor: bad}); !errors.Is(err, store.ErrBadCursor) {
 			t.Errorf("cursor %q: %v", bad, err)
 		}
 	}
 	other := newAccount(t, s, 5)
-	first, _ := s.Ledger(ctx, a.ID, store.LedgerQuery{Limit: 1})
 	if _, err := s.Ledger(ctx, other.ID, store.LedgerQuery{Cursor: first.NextCursor}); !errors.Is(err, store.ErrBadCursor) {
 		t.Errorf("another account's cursor: %v", err)
 	}
+	if empty, err := s.Ledger(ctx, "acct_missing", store.LedgerQuery{}); err != nil || len(empty.Entries) != 0 || empty.NextCursor != "" {
+		t.Errorf("an unknown account: %+v %v", empty, err)
+	}
 }
 
-// reserveMany runs n concurrent reservations and counts outcomes.
+// reserveMany runs n concurrent reservations and counts outcomes; every
+// outcome must be consistent with the charge.
 func reserveMany(t *testing.T, s store.Store, a store.Account, k store.Key, n int, cost int64) (ok, limited, short int) {
 	var okN, limitN, shortN atomic.Int64
 	var wg sync.WaitGroup
@@ -553,14 +821,23 @@ func reserveMany(t *testing.T, s store.Store, a store.Account, k store.Key, n in
 			defer wg.Done()
 			var le *store.KeyLimitError
 			var ie *store.InsufficientCreditsError
-			_, err := s.Reserve(ctx, charge(a, k, cost))
+			r, err := s.Reserve(ctx, charge(a, k, cost))
 			switch {
 			case err == nil:
 				okN.Add(1)
+				if r.CreditsRemaining < 0 || r.DebitEntryID == "" {
+					t.Errorf("reservation %+v", r)
+				}
 			case errors.As(err, &le):
 				limitN.Add(1)
+				if le.CreditsUsed+cost <= le.CreditLimit {
+					t.Errorf("key limit %+v for a cost of %d", le, cost)
+				}
 			case errors.As(err, &ie):
 				shortN.Add(1)
+				if ie.Required != cost || ie.Remaining >= cost || ie.Remaining < 0 {
+					t.Errorf("insufficient %+v for a cost of %d", ie, cost)
+				}
 			default:
 				t.Errorf("reserve: %v", err)
 			}
@@ -570,6 +847,19 @@ func reserveMany(t *testing.T, s store.Store, a store.Account, k store.Key, n in
 	return int(okN.Load()), int(limitN.Load()), int(shortN.Load())
 }
 
+// checkSpent proves that the key and the wallet were charged exactly spent
+// credits since a was opened, and the books.
+func checkSpent(t *testing.T, s store.Store, a store.Account, k store.Key, spent int64) []store.Entry {
+	t.Helper()
+	if got, _ := s.Key(ctx, a.ID, k.ID); got.CreditsUsed != spent {
+		t.Errorf("credits_used %d, want %d", got.CreditsUsed, spent)
+	}
+	if acct, _ := s.Account(ctx, a.ID); acct.CreditsRemaining != a.CreditsRemaining-spent || acct.CreditsLifetime != a.CreditsLifetime {
+		t.Errorf("account %+v, want %d of %d spent", acct, spent, a.CreditsRemaining)
+	}
+	return CheckLedger(t, s, a.ID)
+}
+
 func testConcurrentKeyCap(t *testing.T, s store.Store) {
 	a := newAccount(t, s, 10_000)
 	k := newKey(t, s, a.ID, ptr(30))
@@ -577,13 +867,9 @@ func testConcurrentKeyCap(t *testing.T, s store.Store) {
 	if ok != 10 || limited != 190 || short != 0 {
 		t.Fatalf("%d succeeded, %d KEY_LIMIT_EXCEEDED, %d INSUFFICIENT_CREDITS; want 10/190/0", ok, limited, short)
 	}
-	if got, _ := s.Key(ctx, a.ID, k.ID); got.CreditsUsed != 30 {
-		t.Errorf("credits_used %d", got.CreditsUsed)
+	if entries := checkSpent(t, s, a, k, 30); len(entries) != 1+10 {
+		t.Errorf("%d entries, want the grant and 10 debits", len(entries))
 	}
-	if b := balance(t, s, a.ID); b != 10_000-30 {
-		t.Errorf("balance %d", b)
-	}
-	checkLedger(t, s, a.ID)
 }
 
 func testConcurrentWallet(t *testing.T, s store.Store) {
@@ -593,10 +879,82 @@ func testConcurrentWallet(t *testing.T, s store.Store) {
 	if ok != 10 || short != 190 || limited != 0 {
 		t.Fatalf("%d succeeded, %d INSUFFICIENT_CREDITS, %d KEY_LIMIT_EXCEEDED; want 10/190/0", ok, short, limited)
 	}
-	if b := balance(t, s, a.ID); b != 0 {
-		t.Errorf("balance %d", b)
+	checkSpent(t, s, a, k, 30)
+}
+
+// A key's limit changing under concurrent reservations never refuses one
+// it allows before and after, and every reservation is counted once.
+func testReserveWhileTheLimitChanges(t *testing.T, s store.Store) {
+	a := newAccount(t, s, 1000)
+	k := newKey(t, s, a.ID, ptr(1000))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 30; i++ {
+			limit := []*int64{ptr(1000), nil, ptr(999)}[i%3]
+			if _, err := s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{SetLimit: true, CreditLimit: limit}); err != nil {
+				t.Error(err)
+			}
+		}
+	}()
+	ok, limited, short := reserveMany(t, s, a, k, 40, 1)
+	<-done
+	if ok != 40 || limited != 0 || short != 0 {
+		t.Errorf("%d succeeded, %d KEY_LIMIT_EXCEEDED, %d INSUFFICIENT_CREDITS; want 40/0/0", ok, limited, short)
 	}
-	checkLedger(t, s, a.ID)
+	checkSpent(t, s, a, k, 40)
+}
+
+// Grants racing reservations: every grant returns the exact account after
+// it, every reservation is charged to both the key and the wallet once.
+func testConcurrentGrantsAndReserves(t *testing.T, s store.Store) {
+	a := newAccount(t, s, 0)
+	k := newKey(t, s, a.ID, nil)
+	const grants, reserves = 40, 80
+	var wg sync.WaitGroup
+	lifetimes := make(chan int64, grants)
+	var spent atomic.Int64
+	for i := 0; i < grants+reserves; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if i%3 == 0 && i/3 < grants {
+				got, err := s.Grant(ctx, a.ID, 5, "", unique("req_g"))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				lifetimes <- got.CreditsLifetime
+				return
+			}
+			var short *store.InsufficientCreditsError
+			_, err := s.Reserve(ctx, charge(a, k, 2))
+			switch {
+			case err == nil:
+				spent.Add(2)
+			case !errors.As(err, &short):
+				t.Error(err)
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(lifetimes)
+	seen := map[int64]bool{}
+	for l := range lifetimes {
+		seen[l] = true
+	}
+	for i := int64(1); i <= grants; i++ {
+		if !seen[5*i] {
+			t.Errorf("no grant returned lifetime %d: %v", 5*i, seen)
+		}
+	}
+	if acct, _ := s.Account(ctx, a.ID); acct.CreditsLifetime != 5*grants || acct.CreditsRemaining != 5*grants-spent.Load() {
+		t.Errorf("account %+v, spent %d", acct, spent.Load())
+	}
+	if got, _ := s.Key(ctx, a.ID, k.ID); got.CreditsUsed != spent.Load() {
+		t.Errorf("credits_used %d, spent %d", got.CreditsUsed, spent.Load())
+	}
+	CheckLedger(t, s, a.ID)
 }
 
 func testConcurrentReserveAndRefund(t *testing.T, s store.Store) {
@@ -631,7 +989,7 @@ func testConcurrentReserveAndRefund(t *testing.T, s store.Store) {
 	if got, _ := s.Key(ctx, a.ID, k.ID); got.CreditsUsed != kept.Load() || got.CreditsUsed > 40 {
 		t.Errorf("credits_used %d, kept %d", got.CreditsUsed, kept.Load())
 	}
-	entries := checkLedger(t, s, a.ID)
+	entries := CheckLedger(t, s, a.ID)
 	net := map[string]int64{}
 	for _, e := range entries {
 		net[e.RequestID] += e.Amount
@@ -650,26 +1008,94 @@ func testConcurrentReserveAndRefund(t *testing.T, s store.Store) {
 	}
 }
 
+// refundAll refunds every charge times times, all at once, and returns the
+// balance each refund returned, by request.
+func refundAll(t *testing.T, s store.Store, accountID string, charges []store.Charge, times int) map[string][]int64 {
+	t.Helper()
+	var mu sync.Mutex
+	got := map[string][]int64{}
+	var wg sync.WaitGroup
+	for i := 0; i < len(charges)*times; i++ {
+		wg.Add(1)
+		go func(c store.Charge) {
+			defer wg.Done()
+			after, err := s.Refund(ctx, accountID, c.RequestID)
+			if err != nil {
+				t.Errorf("refund %s: %v", c.RequestID, err)
+				return
+			}
+			mu.Lock()
+			got[c.RequestID] = append(got[c.RequestID], after)
+			mu.Unlock()
+		}(charges[i%len(charges)])
+	}
+	wg.Wait()
+	return got
+}
+
+// Racing refunds refund each reservation once, and each returns a
+// balance that includes its refund.
 func testConcurrentRefunds(t *testing.T, s store.Store) {
+	// One reservation, refunded 20 times at once: every refund returns the
+	// balance after the one refund.
 	a := newAccount(t, s, 10)
 	k := newKey(t, s, a.ID, nil)
 	c := charge(a, k, 4)
 	if _, err := s.Reserve(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	for i := 0; i < 20; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if after, err := s.Refund(ctx, a.ID, c.RequestID); err != nil || after != 10 {
-				t.Errorf("refund: %d %v", after, err)
-			}
-		}()
+	for _, after := range refundAll(t, s, a.ID, []store.Charge{c}, 20)[c.RequestID] {
+		if after != 10 {
+			t.Errorf("a refund returned %d, want 10", after)
+		}
 	}
-	wg.Wait()
 	if got := allEntries(t, s, a.ID, store.LedgerQuery{RequestID: c.RequestID}); len(got) != 2 {
 		t.Errorf("one debit and one refund, got %d entries", len(got))
 	}
-	checkLedger(t, s, a.ID)
+	CheckLedger(t, s, a.ID)
+
+	// Ten reservations of 1 to 10 credits (55 of 100), each refunded four
+	// times at once.
+	b := newAccount(t, s, 100)
+	kb := newKey(t, s, b.ID, ptr(100))
+	var charges []store.Charge
+	for i := int64(1); i <= 10; i++ {
+		c := charge(b, kb, i)
+		if _, err := s.Reserve(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		charges = append(charges, c)
+	}
+	returned := refundAll(t, s, b.ID, charges, 4)
+	var highest int64
+	for _, c := range charges {
+		for _, after := range returned[c.RequestID] {
+			if after < 45+c.Cost || after > 100 {
+				t.Errorf("refunding %d returned a balance of %d", c.Cost, after)
+			}
+			highest = max(highest, after)
+		}
+	}
+	if highest != 100 {
+		t.Errorf("the last refund returns the full balance, the highest returned is %d", highest)
+	}
+	if bal := balance(t, s, b.ID); bal != 100 {
+		t.Errorf("balance %d", bal)
+	}
+	if got, _ := s.Key(ctx, b.ID, kb.ID); got.CreditsUsed != 0 {
+		t.Errorf("credits_used %d", got.CreditsUsed)
+	}
+	entries := CheckLedger(t, s, b.ID)
+	if len(entries) != 1+10+10 {
+		t.Errorf("%d entries, want the grant, 10 debits and 10 refunds", len(entries))
+	}
+	net := map[string]int64{}
+	for _, e := range entries {
+		net[e.RequestID] += e.Amount
+	}
+	for _, c := range charges {
+		if net[c.RequestID] != 0 {
+			t.Errorf("request %s nets %d", c.RequestID, net[c.RequestID])
+		}
+	}
 }
