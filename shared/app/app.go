@@ -71,7 +71,9 @@ func ThrottleFromEnv() *auth.Throttle {
 
 // Config is the pipeline configuration for one family ("" for all).
 func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Config {
+	cache, _ := deps.Store.(store.Cache) // both stores hold the response cache too
 	return pipeline.Config{
+		Cache:      cache,
 		Registry:   registry.Default(),
 		Family:     family,
 		Store:      deps.Store,

@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,9 +24,10 @@ const BillingRefundPending = "refund_pending"
 // detached from the caller, who may have gone: a refund must still land.
 const billingTimeout = 5 * time.Second
 
-// dispatch hands the call to its endpoint's handler. A paid data call is
-// reserved before the handler runs and settled or refunded after it
-// (spec 7): its net charge is its cost on success and 0 on failure.
+// dispatch hands the call to its endpoint's handler. A cached success is
+// answered from the cache for 0 credits. A paid data call is reserved
+// before the handler runs and settled or refunded after it (spec 7): its
+// net charge is its cost on success and 0 on failure.
 func (p *Pipeline) dispatch(x *exchange, c *Call) {
 	e := c.Endpoint
 	h, ok := p.cfg.Handlers[e.Key()]
@@ -32,8 +35,13 @@ func (p *Pipeline) dispatch(x *exchange, c *Call) {
 		x.fail(notAvailable(e, c.Sandbox))
 		return
 	}
+	cu := p.cacheUse(x, c)
 	if e.Kind == registry.Data && c.Params.DryRun {
-		p.succeed(x, c, dryRun(e), 0, nil)
+		p.succeed(x, c, p.dryRun(x, c, cu), 0, nil)
+		return
+	}
+	if cu.hit != nil {
+		p.deliverCached(x, c, cu.hit)
 		return
 	}
 	if e.Kind != registry.Data || e.Cost == 0 || p.cfg.Store == nil {
@@ -42,7 +50,7 @@ func (p *Pipeline) dispatch(x *exchange, c *Call) {
 			x.fail(err)
 			return
 		}
-		p.succeed(x, c, data, 0, c.CreditsRemaining)
+		p.deliver(x, c, data, 0, c.CreditsRemaining, cu, nil)
 		return
 	}
 	charge := store.Charge{
@@ -66,26 +74,38 @@ func (p *Pipeline) dispatch(x *exchange, c *Call) {
 		x.fail(herr)
 		return
 	}
-	// Encode before settling: a body that cannot be written is a failure,
-	// and a failure is refunded.
-	s := p.success(x, c, data, e.Cost, envelope.Amount(res.CreditsRemaining))
-	body, encErr := envelope.Marshal(s)
-	if encErr != nil {
-		p.cfg.Logger.Error("encode response", "request_id", x.requestID, "error", encErr.Error())
+	p.deliver(x, c, data, e.Cost, envelope.Amount(res.CreditsRemaining), cu, &charge)
+}
+
+// deliver answers a fresh success. It encodes the data first: a body that
+// cannot be written is a failure, and a paid failure is refunded. Then it
+// settles the charge, keeps the data in the cache and writes the envelope.
+func (p *Pipeline) deliver(x *exchange, c *Call, data any, used int64, remaining *int64, cu cacheUse, charge *store.Charge) {
+	raw, err := envelope.Marshal(data)
+	if err != nil {
+		p.cfg.Logger.Error("encode response", "request_id", x.requestID, "error", err.Error())
 		failure := envelope.Internal()
-		p.refund(x, charge, failure)
+		if charge != nil {
+			p.refund(x, *charge, failure)
+		}
 		x.fail(failure)
 		return
 	}
-	// A settle that cannot be written leaves the reservation "reserved";
-	// reconciliation refunds reservations with no recorded success, so the
-	// error can only cost Meridian, never the caller.
-	if _, err := billingOp(x, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, p.cfg.Store.Settle(ctx, charge.AccountID, charge.RequestID)
-	}); err != nil {
-		p.cfg.Logger.Error("settle failed", "request_id", x.requestID, "error", err.Error())
+	raw = bytes.TrimSuffix(raw, []byte("\n"))
+	if charge != nil {
+		// A settle that cannot be written leaves the reservation "reserved";
+		// reconciliation refunds reservations with no recorded success, so
+		// the error can only cost Meridian, never the caller.
+		if _, err := billingOp(x, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, p.cfg.Store.Settle(ctx, charge.AccountID, charge.RequestID)
+		}); err != nil {
+			p.cfg.Logger.Error("settle failed", "request_id", x.requestID, "error", err.Error())
+		}
 	}
-	p.write(x, s, body)
+	p.keep(x, cu, raw)
+	s := p.success(x, c, json.RawMessage(raw), used, remaining)
+	body, _ := envelope.Marshal(s) // the data is already encoded; the rest is plain values
+	p.write(x, s, body, "MISS")
 }
 
 // billing runs one store write of a paid call, detached from the caller
@@ -152,11 +172,6 @@ func (p *Pipeline) reserveRefusal(x *exchange, err error) *envelope.Error {
 	return envelope.Internal()
 }
 
-// dryRun is the zero-credit estimate of spec 4: nothing fetched or reserved.
-func dryRun(e *registry.Endpoint) map[string]any {
-	return map[string]any{"dry_run": true, "credit_cost": e.Cost, "would_fetch": false}
-}
-
 // succeed writes the success envelope with the credits this call used.
 func (p *Pipeline) succeed(x *exchange, c *Call, data any, used int64, remaining *int64) {
 	s := p.success(x, c, data, used, remaining)
@@ -166,7 +181,7 @@ func (p *Pipeline) succeed(x *exchange, c *Call, data any, used int64, remaining
 		x.fail(envelope.Internal())
 		return
 	}
-	p.write(x, s, body)
+	p.write(x, s, body, "MISS")
 }
 
 func (p *Pipeline) success(x *exchange, c *Call, data any, used int64, remaining *int64) envelope.Success {
@@ -182,7 +197,7 @@ func (p *Pipeline) success(x *exchange, c *Call, data any, used int64, remaining
 	}
 }
 
-func (p *Pipeline) write(x *exchange, s envelope.Success, body []byte) {
-	x.w.Header().Set("x-cache", "MISS")
+func (p *Pipeline) write(x *exchange, s envelope.Success, body []byte, cacheStatus string) {
+	x.w.Header().Set("x-cache", cacheStatus)
 	envelope.WriteJSON(x.w, http.StatusOK, x.requestID, s.CreditsUsed, s.CreditsRemaining, body)
 }

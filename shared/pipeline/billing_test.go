@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
@@ -29,6 +31,25 @@ type billed struct {
 	keyRec  store.Key
 	calls   atomic.Int64
 	console string
+	clock   *testClock
+}
+
+// testClock is the injectable clock of the cache tests.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }
 
 type flakyRefunds struct{ store.Store }
@@ -53,7 +74,7 @@ func newBilled(t *testing.T, credits int64, limit *int64, mutate ...func(*Config
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	b := &billed{store: s}
+	b := &billed{store: s, clock: &testClock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}}
 	ctx := context.Background()
 	b.account, b.console, err = CreateAccount(ctx, s, credits, "req_test_opening")
 	if err != nil {
@@ -79,7 +100,9 @@ func newBilled(t *testing.T, credits int64, limit *int64, mutate ...func(*Config
 	b.harness = newHarness(t, append([]func(*Config){func(c *Config) {
 		c.Keys = nil
 		c.Store = s
-		c.Handlers = map[string]Handler{"marketplace_a/search": adapter}
+		c.Handlers = map[string]Handler{"marketplace_a/search": adapter, "microblog_b/search-posts": adapter}
+		c.Cache = s
+		c.Now = b.clock.Now
 	}}, mutate...)...)
 	return b
 }
@@ -166,7 +189,7 @@ func TestPaymentRefusals(t *testing.T) {
 	if r.code != 200 {
 		t.Fatal(r.raw)
 	}
-	r = b.call("/v1/marketplace_a/search?query=a")
+	r = b.call("/v1/marketplace_a/search?query=b")
 	checkEnvelope(t, r)
 	if r.code != 402 || r.errorType() != "INSUFFICIENT_CREDITS" || r.details()["required"] != float64(3) ||
 		r.details()["remaining"] != float64(2) || r.body["credits_remaining"] != float64(2) {
@@ -178,7 +201,7 @@ func TestPaymentRefusals(t *testing.T) {
 
 	b = newBilled(t, 100, ptr64(5))
 	b.call("/v1/marketplace_a/search?query=a")
-	r = b.call("/v1/marketplace_a/search?query=a")
+	r = b.call("/v1/marketplace_a/search?query=b")
 	checkEnvelope(t, r)
 	if r.code != 402 || r.errorType() != "KEY_LIMIT_EXCEEDED" || r.details()["credit_limit"] != float64(5) || r.details()["credits_used"] != float64(3) {
 		t.Fatalf("%d %s", r.code, r.raw)
@@ -205,9 +228,9 @@ func TestConcurrentPaidCallsNeverOverspend(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := 0; i < 60; i++ {
 		wg.Add(1)
-		go func() {
+		go func(i int) {
 			defer wg.Done()
-			r := b.call("/v1/marketplace_a/search?query=a")
+			r := b.call(fmt.Sprintf("/v1/marketplace_a/search?query=q%d", i))
 			switch {
 			case r.code == 200:
 				ok.Add(1)
@@ -216,7 +239,7 @@ func TestConcurrentPaidCallsNeverOverspend(t *testing.T) {
 			default:
 				t.Errorf("%d %s", r.code, r.raw)
 			}
-		}()
+		}(i)
 	}
 	wg.Wait()
 	if ok.Load() != 10 || refused.Load() != 50 {

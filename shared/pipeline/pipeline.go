@@ -47,6 +47,8 @@ type Config struct {
 	// Store holds accounts, keys, the wallet and the ledger. With a store,
 	// paid calls are billed and the credits endpoints are served.
 	Store store.Store
+	// Cache is the response cache; nil caches nothing.
+	Cache store.Cache
 	// Throttle refuses clients that keep presenting invalid keys.
 	Throttle *auth.Throttle
 	// AdminToken enables the operator API (/admin) when set.

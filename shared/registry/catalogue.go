@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"sort"
 	"sync"
+	"time"
 )
 
 // The declarations below follow spec 4.2, 4.3, 4.6 and 4.7 parameter for
@@ -94,7 +95,7 @@ var commerce = []Endpoint{
 
 var knowledge = []Endpoint{
 	{
-		Platform: "company_registry", ID: "search", Family: Knowledge, Kind: Data, Cost: 1, Origin: SpecListed,
+		Platform: "company_registry", ID: "search", Family: Knowledge, Kind: Data, Cost: 1, Origin: SpecListed, CacheTTL: time.Hour,
 		Name: "Company register search", Description: "Search the national company register by name or company number.",
 		Params: []Param{
 			P("query", String, "Company name or number.").Req().Len(500).Ex("acme"),
@@ -142,12 +143,12 @@ var codeHandle = P("handle", String, "User or organisation login.").Match(`[A-Za
 
 var social = []Endpoint{
 	{
-		Platform: "photo_social", ID: "post-stats", Family: Social, Kind: Data, Cost: 5, Origin: SpecListed,
+		Platform: "photo_social", ID: "post-stats", Family: Social, Kind: Data, Cost: 5, Origin: SpecListed, CacheTTL: 5 * time.Minute,
 		Name: "Photo social post stats", Description: "Public counters of a post or reel (not private creator analytics). A fresh lookup costs at least 5.",
 		Params: []Param{P("url", URL, "Public post or reel URL.").Req().Ex("https://photos.example.com/p/ABC123/")},
 	},
 	{
-		Platform: "microblog_a", ID: "search", Family: Social, Kind: Data, Cost: 3, Origin: SpecListed, AI: true,
+		Platform: "microblog_a", ID: "search", Family: Social, Kind: Data, Cost: 3, Origin: SpecListed, AI: true, CacheTTL: 2 * time.Minute,
 		Name: "Microblog A post search", Description: "Search posts on the decentralised microblog network.",
 		Params: []Param{
 			queryParam.Ex("golang"),
@@ -163,7 +164,7 @@ var social = []Endpoint{
 		Decision: "The network's public profile lookup takes one actor: a domain handle or a DID, so handle is the only parameter.",
 	},
 	{
-		Platform: "microblog_b", ID: "search-posts", Family: Social, Kind: Data, Cost: 1, Origin: SpecListed, AI: true,
+		Platform: "microblog_b", ID: "search-posts", Family: Social, Kind: Data, Cost: 1, Origin: SpecListed, AI: true, CacheTTL: 2 * time.Minute,
 		Name: "Microblog B post search", Description: "Search posts on microblog B; source operators (from, to, language, minimum likes, exact phrase, exclusion) work in query.",
 		Params: []Param{
 			P("query", String, "Search text with source operators.").Req().Len(500).Ex("from:example golang"),
@@ -231,7 +232,7 @@ var social = []Endpoint{
 // lookup declares a text-to-id typeahead operation the spec names only.
 func lookup(platform, id string, f Family, name, description, example, decision string) Endpoint {
 	return Endpoint{
-		Platform: platform, ID: id, Family: f, Kind: Data, Cost: 1, Origin: SpecNamed,
+		Platform: platform, ID: id, Family: f, Kind: Data, Cost: 1, Origin: SpecNamed, CacheTTL: 24 * time.Hour,
 		Name: name, Description: description, Decision: decision,
 		Params: []Param{
 			P("query", String, "Text to look up.").Req().Len(200).Ex(example),
@@ -259,7 +260,7 @@ var media = []Endpoint{
 
 var apps = []Endpoint{
 	{
-		Platform: "app_store_a", ID: "app-info", Family: Apps, Kind: Data, Cost: 1, Origin: SpecListed,
+		Platform: "app_store_a", ID: "app-info", Family: Apps, Kind: Data, Cost: 1, Origin: SpecListed, CacheTTL: 6 * time.Hour,
 		Name: "App store A app info", Description: "One app's store record: developer, price, rating, version and size.",
 		Params: []Param{
 			P("app_id", String, "Numeric track id or bundle id.").Req().Match(`[0-9]{1,20}|[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)+`, "a numeric track id or a bundle id such as com.example.app").Ex("284882215"),
@@ -268,7 +269,7 @@ var apps = []Endpoint{
 		},
 	},
 	{
-		Platform: "app_store_b", ID: "categories", Family: Apps, Kind: Data, Cost: 0, Origin: SpecListed,
+		Platform: "app_store_b", ID: "categories", Family: Apps, Kind: Data, Cost: 0, Origin: SpecListed, CacheTTL: 24 * time.Hour,
 		Name: "App store B categories", Description: "The store's category codes and names.",
 	},
 }

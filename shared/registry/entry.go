@@ -33,6 +33,7 @@ type Entry struct {
 	LimitedCapacity bool       `json:"limited_capacity"`
 	Deprecated      bool       `json:"deprecated"`
 	Streams         bool       `json:"streams"`
+	CacheTTLSeconds int64      `json:"cache_ttl_seconds"`
 }
 
 // Entry describes e for catalogues.
@@ -41,6 +42,7 @@ func (e *Endpoint) Entry() Entry {
 		ID: e.Key(), Name: e.Name, Method: e.HTTPMethod(), Path: e.Path(), CreditCost: e.Cost,
 		Description: e.Description, Params: []ParamDoc{}, OneOf: e.AnyOf, AIAssist: e.AI,
 		LimitedCapacity: e.LimitedCapacity, Deprecated: e.Deprecated != nil, Streams: e.Streams,
+		CacheTTLSeconds: int64(e.CacheFor().Seconds()),
 	}
 	for _, p := range e.accepted {
 		d := ParamDoc{

@@ -133,6 +133,10 @@ type Endpoint struct {
 	// GetParam makes ID/{value} resolve here too, as the collection's get
 	// endpoint, passing value as this parameter (spec 4.1).
 	GetParam string
+	// CacheTTL is how long a success stays in the response cache; zero
+	// means DefaultCacheTTL for data endpoints. Uncached turns it off.
+	CacheTTL time.Duration
+	Uncached bool
 	// AI marks the endpoints that accept the shared AI-assist set (spec 4.5).
 	AI              bool
 	LimitedCapacity bool
@@ -183,6 +187,20 @@ func (e *Endpoint) HTTPMethod() string {
 // platform index derived from the declarations: both list the catalogue.
 func (e *Endpoint) IsIndex() bool {
 	return e.Kind == ServiceOwned && e.ID == "" && (e.Platform == "" || e.Origin == Derived)
+}
+
+// DefaultCacheTTL keeps a data endpoint's successes for ten minutes.
+const DefaultCacheTTL = 10 * time.Minute
+
+// CacheFor is how long the endpoint's successes are cached; 0 = never.
+func (e *Endpoint) CacheFor() time.Duration {
+	switch {
+	case e.Kind != Data || e.Uncached:
+		return 0
+	case e.CacheTTL > 0:
+		return e.CacheTTL
+	}
+	return DefaultCacheTTL
 }
 
 // Retired reports whether the endpoint answers 410.

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -32,8 +33,9 @@ var (
 
 // Store is the embedded store.
 type Store struct {
-	db  *bolt.DB
-	now func() time.Time
+	db        *bolt.DB
+	now       func() time.Time
+	cachePuts atomic.Int64
 }
 
 // Open opens (or creates) dir/meridian.db.
@@ -46,7 +48,7 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("embedded store: %w (is another make run using %s?)", err, dir)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bAccounts, bConsole, bKeys, bKeyHash, bLedger, bReservations} {
+		for _, b := range [][]byte{bAccounts, bConsole, bKeys, bKeyHash, bLedger, bReservations, bCache} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -494,3 +496,40 @@ func (s *Store) Ledger(ctx context.Context, accountID string, q store.LedgerQuer
 }
 
 var _ store.Store = (*Store)(nil)
+
+var bCache = []byte("cache") // cache key -> entry
+
+func (s *Store) CacheGet(ctx context.Context, key string, now time.Time) (store.CacheEntry, error) {
+	var e store.CacheEntry
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		e, err = get[store.CacheEntry](tx.Bucket(bCache), []byte(key))
+		if err == nil && !now.Before(e.ExpiresAt) {
+			err = store.ErrNotFound
+		}
+		return err
+	})
+	return e, err
+}
+
+func (s *Store) CachePut(ctx context.Context, key string, data []byte, now, expiresAt time.Time) error {
+	if len(data) > store.MaxCachedBytes || !expiresAt.After(now) {
+		return store.ErrInvalid
+	}
+	sweep := s.cachePuts.Add(1)%256 == 0
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bCache)
+		// Every 256th put drops what has expired, so the file does not grow for ever.
+		c := b.Cursor()
+		for k, v := c.First(); sweep && k != nil; k, v = c.Next() {
+			var old store.CacheEntry
+			if json.Unmarshal(v, &old) == nil && !now.Before(old.ExpiresAt) {
+				if err := c.Delete(); err != nil {
+					return err
+				}
+			}
+		}
+		return put(b, []byte(key), store.CacheEntry{Data: data, StoredAt: now, ExpiresAt: expiresAt})
+	})
+}
+
+var _ store.Cache = (*Store)(nil)

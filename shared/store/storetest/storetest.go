@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/meridian-data/meridian/shared/store"
 )
@@ -24,6 +25,7 @@ func Run(t *testing.T, newStore Factory) {
 	tests := map[string]func(*testing.T, store.Store){
 		"Accounts":                      testAccounts,
 		"FirstKey":                      testFirstKey,
+		"Cache":                         testCache,
 		"Grant":                         testGrant,
 		"KeyLifecycle":                  testKeyLifecycle,
 		"FiveActiveKeys":                testFiveActiveKeys,
@@ -1097,5 +1099,39 @@ func testConcurrentRefunds(t *testing.T, s store.Store) {
 		if net[c.RequestID] != 0 {
 			t.Errorf("request %s nets %d", c.RequestID, net[c.RequestID])
 		}
+	}
+}
+
+func testCache(t *testing.T, s store.Store) {
+	c, ok := s.(store.Cache)
+	if !ok {
+		t.Fatal("the store does not implement store.Cache")
+	}
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	key := unique("cachekey")
+	if _, err := c.CacheGet(ctx, key, now); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("empty cache: %v", err)
+	}
+	if err := c.CachePut(ctx, key, []byte(`{"a":1}`), now, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	e, err := c.CacheGet(ctx, key, now.Add(59*time.Second))
+	if err != nil || string(e.Data) != `{"a":1}` || !e.StoredAt.Equal(now) || !e.ExpiresAt.Equal(now.Add(time.Minute)) {
+		t.Fatalf("hit: %+v %v", e, err)
+	}
+	if _, err := c.CacheGet(ctx, key, now.Add(time.Minute)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("an expired entry is a miss, whatever TTL deletion has done: %v", err)
+	}
+	if err := c.CachePut(ctx, key, []byte(`{"a":2}`), now.Add(time.Minute), now.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := c.CacheGet(ctx, key, now.Add(90*time.Second)); err != nil || string(e.Data) != `{"a":2}` {
+		t.Errorf("a put replaces: %+v %v", e, err)
+	}
+	if err := c.CachePut(ctx, unique("big"), make([]byte, store.MaxCachedBytes+1), now, now.Add(time.Minute)); err == nil {
+		t.Error("an oversized entry is refused")
+	}
+	if err := c.CachePut(ctx, unique("dead"), []byte(`{}`), now, now); err == nil {
+		t.Error("an entry that is already expired is refused")
 	}
 }

@@ -1,0 +1,60 @@
+package dynamostore
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/meridian-data/meridian/shared/store"
+)
+
+// Cache entries: pk=cache#<key>, sk=cache, data (B), stored_at, expires_at
+// (the table's TTL attribute, Unix seconds) and expires_at_ms, which reads
+// compare exactly because TTL deletion is lazy.
+const (
+	pfxCache = "cache#"
+	skCache  = "cache"
+)
+
+type cacheItem struct {
+	PK          string    `dynamodbav:"pk"`
+	SK          string    `dynamodbav:"sk"`
+	Data        []byte    `dynamodbav:"data"`
+	StoredAt    time.Time `dynamodbav:"stored_at"`
+	ExpiresAt   int64     `dynamodbav:"expires_at"`
+	ExpiresAtMS int64     `dynamodbav:"expires_at_ms"`
+}
+
+// CacheGet reads eventually consistently: a cache may be a moment stale.
+func (s *Store) CacheGet(ctx context.Context, key string, now time.Time) (store.CacheEntry, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: s.table, Key: itemKey(pfxCache+key, skCache)})
+	if err != nil {
+		return store.CacheEntry{}, err
+	}
+	c, err := decode[cacheItem](out.Item)
+	if err != nil {
+		return store.CacheEntry{}, err
+	}
+	if c == nil || now.UnixMilli() >= c.ExpiresAtMS {
+		return store.CacheEntry{}, store.ErrNotFound
+	}
+	return store.CacheEntry{Data: c.Data, StoredAt: c.StoredAt, ExpiresAt: time.UnixMilli(c.ExpiresAtMS).UTC()}, nil
+}
+
+func (s *Store) CachePut(ctx context.Context, key string, data []byte, now, expiresAt time.Time) error {
+	if len(data) > store.MaxCachedBytes || !expiresAt.After(now) {
+		return store.ErrInvalid
+	}
+	item, err := marshal(cacheItem{
+		PK: pfxCache + key, SK: skCache, Data: data, StoredAt: now.UTC(),
+		ExpiresAt: expiresAt.Unix() + 1, ExpiresAtMS: expiresAt.UnixMilli(),
+	})
+	if err != nil {
+		return err
+	}
+	_, err = s.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item})
+	return err
+}
+
+var _ store.Cache = (*Store)(nil)
