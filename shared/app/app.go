@@ -71,16 +71,19 @@ func ThrottleFromEnv() *auth.Throttle {
 
 // Config is the pipeline configuration for one family ("" for all).
 func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Config {
-	cache, _ := deps.Store.(store.Cache) // both stores hold the response cache too
+	// Both stores also hold the response cache and idempotency records.
+	cache, _ := deps.Store.(store.Cache)
+	idem, _ := deps.Store.(store.Idempotency)
 	return pipeline.Config{
-		Cache:      cache,
-		Registry:   registry.Default(),
-		Family:     family,
-		Store:      deps.Store,
-		Throttle:   deps.Throttle,
-		AdminToken: os.Getenv(EnvAdminToken),
-		ErrorsURL:  os.Getenv(EnvErrorsURL),
-		Logger:     logger,
+		Cache:       cache,
+		Idempotency: idem,
+		Registry:    registry.Default(),
+		Family:      family,
+		Store:       deps.Store,
+		Throttle:    deps.Throttle,
+		AdminToken:  os.Getenv(EnvAdminToken),
+		ErrorsURL:   os.Getenv(EnvErrorsURL),
+		Logger:      logger,
 	}
 }
 

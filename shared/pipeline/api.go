@@ -48,7 +48,14 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 		return
 	}
 	call := &Call{RequestID: x.requestID, Endpoint: e, Params: validated, Principal: principal, Sandbox: sandbox, Request: x.r}
+	finish, handled := p.idempotency(x, call)
+	if handled {
+		return
+	}
 	p.dispatch(x, call)
+	if finish != nil {
+		finish()
+	}
 }
 
 // Bearer (spec 5.2) is accepted on GET requests under /v1 and /sandbox

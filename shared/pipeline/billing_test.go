@@ -32,6 +32,7 @@ type billed struct {
 	calls   atomic.Int64
 	console string
 	clock   *testClock
+	gate    chan struct{} // query=gated waits for it to close
 }
 
 // testClock is the injectable clock of the cache tests.
@@ -74,7 +75,7 @@ func newBilled(t *testing.T, credits int64, limit *int64, mutate ...func(*Config
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	b := &billed{store: s, clock: &testClock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}}
+	b := &billed{store: s, clock: &testClock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}, gate: make(chan struct{})}
 	ctx := context.Background()
 	b.account, b.console, err = CreateAccount(ctx, s, credits, "req_test_opening")
 	if err != nil {
@@ -92,6 +93,8 @@ func newBilled(t *testing.T, credits int64, limit *int64, mutate ...func(*Config
 			return nil, envelope.New(envelope.UpstreamError, http.StatusBadGateway, "The source answered 500.", nil)
 		case "panic":
 			panic("adapter bug")
+		case "gated":
+			<-b.gate
 		case "nan":
 			return map[string]any{"score": math.NaN()}, nil // cannot be encoded as JSON
 		}
@@ -102,6 +105,7 @@ func newBilled(t *testing.T, credits int64, limit *int64, mutate ...func(*Config
 		c.Store = s
 		c.Handlers = map[string]Handler{"marketplace_a/search": adapter, "microblog_b/search-posts": adapter}
 		c.Cache = s
+		c.Idempotency = s
 		c.Now = b.clock.Now
 	}}, mutate...)...)
 	return b

@@ -5,6 +5,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -49,6 +50,8 @@ type Config struct {
 	Store store.Store
 	// Cache is the response cache; nil caches nothing.
 	Cache store.Cache
+	// Idempotency keeps Idempotency-Key records; nil ignores the header.
+	Idempotency store.Idempotency
 	// Throttle refuses clients that keep presenting invalid keys.
 	Throttle *auth.Throttle
 	// AdminToken enables the operator API (/admin) when set.
@@ -113,6 +116,8 @@ type exchange struct {
 	// misroutedTo names the family the route table gives a request that
 	// reached another function (an infra mistake worth seeing in logs).
 	misroutedTo registry.Family
+	// replayOf names the original request an idempotent replay repeats.
+	replayOf string
 }
 
 func (p *Pipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -205,14 +210,19 @@ func (p *Pipeline) logRequest(x *exchange, start time.Time) {
 	if x.misroutedTo != "" {
 		attrs = append(attrs, "misrouted_to", string(x.misroutedTo))
 	}
+	if x.replayOf != "" {
+		attrs = append(attrs, "replay_of", x.replayOf)
+	}
 	p.cfg.Logger.Info("request", attrs...)
 }
 
-// statusWriter remembers the status for the log line.
+// statusWriter remembers the status for the log line, and the body when
+// an idempotent request's outcome is to be stored.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
-	wrote  bool
+	status  int
+	wrote   bool
+	capture *bytes.Buffer
 }
 
 func (s *statusWriter) WriteHeader(code int) {
@@ -226,6 +236,9 @@ func (s *statusWriter) WriteHeader(code int) {
 func (s *statusWriter) Write(b []byte) (int, error) {
 	if !s.wrote {
 		s.WriteHeader(http.StatusOK)
+	}
+	if s.capture != nil {
+		s.capture.Write(b)
 	}
 	return s.ResponseWriter.Write(b)
 }

@@ -48,7 +48,7 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("embedded store: %w (is another make run using %s?)", err, dir)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bAccounts, bConsole, bKeys, bKeyHash, bLedger, bReservations, bCache} {
+		for _, b := range [][]byte{bAccounts, bConsole, bKeys, bKeyHash, bLedger, bReservations, bCache, bIdempotency} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -533,3 +533,54 @@ func (s *Store) CachePut(ctx context.Context, key string, data []byte, now, expi
 }
 
 var _ store.Cache = (*Store)(nil)
+
+var bIdempotency = []byte("idempotency") // account id \x00 key -> record
+
+func (s *Store) ClaimIdempotency(ctx context.Context, accountID, key, fingerprint, requestID string, now, leaseUntil, expiresAt time.Time) (store.IdempotencyRecord, bool, error) {
+	var rec store.IdempotencyRecord
+	var claimed bool
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bIdempotency)
+		old, err := get[store.IdempotencyRecord](b, join(accountID, key))
+		live := err == nil && now.Before(old.ExpiresAt) && (old.State == store.IdemStored || now.Before(old.LeaseUntil))
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if live {
+			rec = old
+			return nil
+		}
+		rec = store.IdempotencyRecord{Fingerprint: fingerprint, RequestID: requestID, State: store.IdemInProgress, LeaseUntil: leaseUntil, ExpiresAt: expiresAt}
+		claimed = true
+		return put(b, join(accountID, key), rec)
+	})
+	return rec, claimed, err
+}
+
+func (s *Store) CompleteIdempotency(ctx context.Context, accountID, key, requestID string, status int, body []byte, expiresAt time.Time) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bIdempotency)
+		rec, err := get[store.IdempotencyRecord](b, join(accountID, key))
+		if err != nil {
+			return err
+		}
+		if rec.RequestID != requestID || rec.State != store.IdemInProgress {
+			return store.ErrNotFound // another request took the key over
+		}
+		rec.State, rec.Status, rec.Body, rec.ExpiresAt = store.IdemStored, status, body, expiresAt
+		return put(b, join(accountID, key), rec)
+	})
+}
+
+func (s *Store) ReleaseIdempotency(ctx context.Context, accountID, key, requestID string) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bIdempotency)
+		rec, err := get[store.IdempotencyRecord](b, join(accountID, key))
+		if err != nil || rec.RequestID != requestID || rec.State != store.IdemInProgress {
+			return nil // nothing of ours to free
+		}
+		return b.Delete(join(accountID, key))
+	})
+}
+
+var _ store.Idempotency = (*Store)(nil)

@@ -26,6 +26,7 @@ func Run(t *testing.T, newStore Factory) {
 		"Accounts":                      testAccounts,
 		"FirstKey":                      testFirstKey,
 		"Cache":                         testCache,
+		"Idempotency":                   testIdempotency,
 		"Grant":                         testGrant,
 		"KeyLifecycle":                  testKeyLifecycle,
 		"FiveActiveKeys":                testFiveActiveKeys,
@@ -1133,5 +1134,94 @@ func testCache(t *testing.T, s store.Store) {
 	}
 	if err := c.CachePut(ctx, unique("dead"), []byte(`{}`), now, now); err == nil {
 		t.Error("an entry that is already expired is refused")
+	}
+}
+
+func testIdempotency(t *testing.T, s store.Store) {
+	st, ok := s.(store.Idempotency)
+	if !ok {
+		t.Fatal("the store does not implement store.Idempotency")
+	}
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	acct, key := unique("acct_"), unique("idem")
+	claim := func(fp, rid string, at time.Time) (store.IdempotencyRecord, bool) {
+		t.Helper()
+		rec, claimed, err := st.ClaimIdempotency(ctx, acct, key, fp, rid, at, at.Add(time.Minute), at.Add(24*time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rec, claimed
+	}
+	if rec, claimed := claim("fp1", "req_1", now); !claimed || rec.State != store.IdemInProgress || rec.RequestID != "req_1" {
+		t.Fatalf("first claim: %+v %v", rec, claimed)
+	}
+	if rec, claimed := claim("fp1", "req_2", now.Add(time.Second)); claimed || rec.RequestID != "req_1" || rec.State != store.IdemInProgress || rec.Fingerprint != "fp1" {
+		t.Fatalf("in progress: %+v %v", rec, claimed)
+	}
+	if err := st.CompleteIdempotency(ctx, acct, key, "req_2", 200, []byte(`{}`), now.Add(24*time.Hour)); err == nil {
+		t.Error("only the owner completes")
+	}
+	body := []byte(`{"success":true,"request_id":"req_1"}`)
+	if err := st.CompleteIdempotency(ctx, acct, key, "req_1", 200, body, now.Add(24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	rec, claimed := claim("fp1", "req_3", now.Add(23*time.Hour))
+	if claimed || rec.State != store.IdemStored || rec.Status != 200 || string(rec.Body) != string(body) || rec.RequestID != "req_1" {
+		t.Fatalf("stored: %+v %v", rec, claimed)
+	}
+	if _, claimed := claim("fp2", "req_4", now.Add(24*time.Hour)); !claimed {
+		t.Error("after 24 hours the key is free")
+	}
+	// A request that died: its lease runs out and the key can be taken over.
+	key = unique("idem")
+	claim("fp", "req_dead", now)
+	if _, claimed := claim("fp", "req_next", now.Add(59*time.Second)); claimed {
+		t.Error("the lease holds")
+	}
+	if _, claimed := claim("fp", "req_next", now.Add(time.Minute)); !claimed {
+		t.Error("a dead request's claim expires with its lease")
+	}
+	if err := st.CompleteIdempotency(ctx, acct, key, "req_dead", 200, body, now.Add(24*time.Hour)); err == nil {
+		t.Error("the dead request may not complete a key taken over")
+	}
+	// Release frees the owner's claim only.
+	key = unique("idem")
+	claim("fp", "req_a", now)
+	if err := st.ReleaseIdempotency(ctx, acct, key, "req_other"); err != nil {
+		t.Fatal(err)
+	}
+	if _, claimed := claim("fp", "req_b", now); claimed {
+		t.Error("a stranger's release frees nothing")
+	}
+	if err := st.ReleaseIdempotency(ctx, acct, key, "req_a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, claimed := claim("fp", "req_b", now); !claimed {
+		t.Error("the owner's release frees the key")
+	}
+	// Keys are scoped to the account.
+	if _, claimed, _ := st.ClaimIdempotency(ctx, unique("acct_"), key, "fp", "req_c", now, now.Add(time.Minute), now.Add(24*time.Hour)); !claimed {
+		t.Error("another account's key is another key")
+	}
+	// Of many concurrent claims exactly one wins.
+	key = unique("idem")
+	var wins atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_, claimed, err := st.ClaimIdempotency(ctx, acct, key, "fp", fmt.Sprint("req_", i), now, now.Add(time.Minute), now.Add(24*time.Hour))
+			if err != nil {
+				t.Error(err)
+			}
+			if claimed {
+				wins.Add(1)
+			}
+		}(i)
+	}
+	wg.Wait()
+	if wins.Load() != 1 {
+		t.Errorf("%d concurrent claims won", wins.Load())
 	}
 }

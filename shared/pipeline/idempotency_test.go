@@ -1,0 +1,133 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/meridian-data/meridian/shared/store"
+)
+
+func (b *billed) withKey(target, idemKey string, headers ...string) response {
+	return b.do("GET", target, append([]string{"x-api-key", b.key, "idempotency-key", idemKey}, headers...)...)
+}
+
+func (b *billed) debits(t *testing.T) int {
+	t.Helper()
+	n := 0
+	for _, e := range b.entries(t, "") {
+		if e.Type == store.EntryDebit {
+			n++
+		}
+	}
+	return n
+}
+
+func TestIdempotentConcurrentRequestsRunOnce(t *testing.T) {
+	b := newBilled(t, 100, nil)
+	const n = 50
+	results := make(chan response, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results <- b.withKey("/v1/marketplace_a/search?query=gated", "order-42")
+		}()
+	}
+	// Every request but the one holding the key answers at once; then the
+	// upstream call may finish.
+	var early []response
+	for len(early) < n-1 {
+		early = append(early, <-results)
+	}
+	close(b.gate)
+	wg.Wait()
+	close(results)
+	first := <-results
+	if first.code != 200 || first.header.Get("x-idempotent-replay") != "" {
+		t.Fatalf("the claiming request: %d %v %s", first.code, first.header, first.raw)
+	}
+	for _, r := range early {
+		inProgress := r.code == 409 && r.details()["reason"] == "idempotency_in_progress"
+		if !inProgress {
+			t.Errorf("%d %s", r.code, r.raw)
+		}
+	}
+	if b.calls.Load() != 1 || b.debits(t) != 1 {
+		t.Fatalf("%d upstream calls, %d charges", b.calls.Load(), b.debits(t))
+	}
+	replayed := b.withKey("/v1/marketplace_a/search?query=gated", "order-42")
+	if replayed.code != 200 || replayed.raw != first.raw || replayed.header.Get("x-idempotent-replay") != "true" ||
+		replayed.header.Get("x-request-id") != first.body["request_id"] {
+		t.Fatalf("replay: %d %v\n%s\n%s", replayed.code, replayed.header, replayed.raw, first.raw)
+	}
+	if b.calls.Load() != 1 || b.debits(t) != 1 {
+		t.Error("a replay calls no upstream and charges nothing")
+	}
+	if a, _ := b.store.Account(t.Context(), b.account.ID); a.CreditsRemaining != 97 {
+		t.Errorf("balance %d", a.CreditsRemaining)
+	}
+}
+
+func TestIdempotencyKeyRules(t *testing.T) {
+	b := newBilled(t, 100, nil)
+	b.withKey("/v1/marketplace_a/search?query=a", "k1")
+	if r := b.withKey("/v1/marketplace_a/search?query=b", "k1"); r.code != 422 || r.details()["reason"] != "idempotency_key_reused" {
+		t.Errorf("the same key for another request: %d %s", r.code, r.raw)
+	}
+	if r := b.withKey("/v1/marketplace_a/search?query=%20a&page=", "k1"); r.header.Get("x-idempotent-replay") != "true" {
+		t.Errorf("an equivalent spelling is the same request: %s", r.raw)
+	}
+	if r := b.withKey("/v1/marketplace_a/search?query=a", strings.Repeat("k", 256)); r.code != 422 || r.details()["field"] != "Idempotency-Key" {
+		t.Errorf("a 256-character key: %d %s", r.code, r.raw)
+	}
+	if r := b.withKey("/v1/marketplace_a/search?query=c", strings.Repeat("k", 255)); r.code != 200 {
+		t.Errorf("a 255-character key: %d", r.code)
+	}
+	// Keys are scoped to the account: another account's same key is its own.
+	other := newBilled(t, 100, nil, func(c *Config) { c.Idempotency = b.store.(store.Idempotency) })
+	if r := other.withKey("/v1/marketplace_a/search?query=zzz", "k1"); r.code != 200 || r.header.Get("x-idempotent-replay") != "" {
+		t.Errorf("another account: %d %v", r.code, r.header)
+	}
+	// After 24 hours the key is free again.
+	b.clock.Advance(IdempotencyRetention)
+	calls := b.calls.Load()
+	if r := b.withKey("/v1/marketplace_a/search?query=b", "k1"); r.code != 200 || r.header.Get("x-idempotent-replay") != "" || b.calls.Load() != calls+1 {
+		t.Errorf("after 24 hours: %d %v", r.code, r.header)
+	}
+}
+
+func TestRetryableOutcomesAreNotStored(t *testing.T) {
+	b := newBilled(t, 100, nil)
+	for i := 0; i < 2; i++ {
+		if r := b.withKey("/v1/marketplace_a/search?query=fail", "retry-me"); r.code != 502 || r.header.Get("x-idempotent-replay") != "" {
+			t.Fatalf("%d %v", r.code, r.header)
+		}
+	}
+	if b.calls.Load() != 2 {
+		t.Errorf("an upstream failure is retried with the same key: %d calls", b.calls.Load())
+	}
+	// A definitive refusal is kept and replayed.
+	b.withKey("/v1/marketplace_a/search?query=a&limit=5", "bad")
+	if r := b.withKey("/v1/marketplace_a/search?query=a&limit=5", "bad"); r.code != 400 {
+		t.Errorf("validation refusals happen before the key is claimed: %d", r.code)
+	}
+}
+
+type brokenIdempotency struct{ store.Idempotency }
+
+func (brokenIdempotency) ClaimIdempotency(context.Context, string, string, string, string, time.Time, time.Time, time.Time) (store.IdempotencyRecord, bool, error) {
+	return store.IdempotencyRecord{}, false, errors.New("dynamodb: service unavailable")
+}
+
+func TestIdempotencyStoreUnavailable(t *testing.T) {
+	b := newBilled(t, 100, nil, func(c *Config) { c.Idempotency = brokenIdempotency{} })
+	r := b.withKey("/v1/marketplace_a/search?query=a", "k")
+	if r.code != 200 || r.header.Get("x-idempotency-status") != "unavailable" || b.calls.Load() != 1 {
+		t.Fatalf("%d %v", r.code, r.header)
+	}
+}
