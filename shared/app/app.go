@@ -74,7 +74,9 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 	// Both stores also hold the response cache and idempotency records.
 	cache, _ := deps.Store.(store.Cache)
 	idem, _ := deps.Store.(store.Idempotency)
+	limits, _ := deps.Store.(store.Limits)
 	return pipeline.Config{
+		Limits:      limits,
 		Cache:       cache,
 		Idempotency: idem,
 		Registry:    registry.Default(),

@@ -38,6 +38,11 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 		x.fail(aerr)
 		return
 	}
+	if refusal := p.admit(x, principal); refusal != nil {
+		x.fail(refusal)
+		return
+	}
+	defer p.release(x, principal)
 	if qerr != nil {
 		x.fail(qerr)
 		return

@@ -52,6 +52,10 @@ type Config struct {
 	Cache store.Cache
 	// Idempotency keeps Idempotency-Key records; nil ignores the header.
 	Idempotency store.Idempotency
+	// Limits admits requests per key (spec 8) under LimitRules (the spec's
+	// when zero); nil admits everything.
+	Limits     store.Limits
+	LimitRules store.LimitRules
 	// Throttle refuses clients that keep presenting invalid keys.
 	Throttle *auth.Throttle
 	// AdminToken enables the operator API (/admin) when set.
@@ -88,6 +92,9 @@ func New(cfg Config) *Pipeline {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.LimitRules == (store.LimitRules{}) {
+		cfg.LimitRules = store.DefaultLimits
+	}
 	handlers := map[string]Handler{}
 	for _, e := range cfg.Registry.Endpoints() {
 		if e.IsIndex() {
@@ -118,6 +125,8 @@ type exchange struct {
 	misroutedTo registry.Family
 	// replayOf names the original request an idempotent replay repeats.
 	replayOf string
+	// admitted: the request holds an in-flight slot to release.
+	admitted bool
 }
 
 func (p *Pipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {

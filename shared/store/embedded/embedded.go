@@ -48,7 +48,7 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("embedded store: %w (is another make run using %s?)", err, dir)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bAccounts, bConsole, bKeys, bKeyHash, bLedger, bReservations, bCache, bIdempotency} {
+		for _, b := range [][]byte{bAccounts, bConsole, bKeys, bKeyHash, bLedger, bReservations, bCache, bIdempotency, bLimits} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -584,3 +584,40 @@ func (s *Store) ReleaseIdempotency(ctx context.Context, accountID, key, requestI
 }
 
 var _ store.Idempotency = (*Store)(nil)
+
+var bLimits = []byte("limits") // key id -> limit state
+
+func (s *Store) Admit(ctx context.Context, keyID, requestID string, now time.Time, rules store.LimitRules) (store.Admission, error) {
+	var a store.Admission
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bLimits)
+		st, err := get[store.LimitState](b, []byte(keyID))
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if a = st.Admit(requestID, now, rules); !a.Admitted {
+			return nil
+		}
+		return put(b, []byte(keyID), st)
+	})
+	return a, err
+}
+
+func (s *Store) ReleaseSlot(ctx context.Context, keyID, requestID string, now time.Time) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bLimits)
+		st, err := get[store.LimitState](b, []byte(keyID))
+		if errors.Is(err, store.ErrNotFound) || (err == nil && !st.Release(requestID)) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if st.Idle(now, store.DefaultLimits) {
+			return b.Delete([]byte(keyID))
+		}
+		return put(b, []byte(keyID), st)
+	})
+}
+
+var _ store.Limits = (*Store)(nil)

@@ -27,6 +27,8 @@ func Run(t *testing.T, newStore Factory) {
 		"FirstKey":                      testFirstKey,
 		"Cache":                         testCache,
 		"Idempotency":                   testIdempotency,
+		"RateWindow":                    testRateWindow,
+		"ConcurrencySlots":              testConcurrencySlots,
 		"Grant":                         testGrant,
 		"KeyLifecycle":                  testKeyLifecycle,
 		"FiveActiveKeys":                testFiveActiveKeys,
@@ -1223,5 +1225,102 @@ func testIdempotency(t *testing.T, s store.Store) {
 	wg.Wait()
 	if wins.Load() != 1 {
 		t.Errorf("%d concurrent claims won", wins.Load())
+	}
+}
+
+func testRateWindow(t *testing.T, s store.Store) {
+	l, ok := s.(store.Limits)
+	if !ok {
+		t.Fatal("the store does not implement store.Limits")
+	}
+	rules := store.DefaultLimits
+	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	key, other := unique("key_"), unique("key_")
+	admitted := 0
+	for i := 0; i < 700; i++ {
+		now := t0.Add(time.Duration(i) * 80 * time.Millisecond) // 700 requests inside 56 seconds
+		rid := unique("req_")
+		a, err := l.Admit(ctx, key, rid, now, rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Admitted {
+			admitted++
+			if a.RateRemaining != rules.Rate-admitted || !a.RateReset.Equal(t0.Add(time.Minute)) || a.RateLimit != 600 {
+				t.Fatalf("request %d: remaining %d reset %v", i, a.RateRemaining, a.RateReset)
+			}
+			if err := l.ReleaseSlot(ctx, key, rid, now); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if a.Refused != "rate" || a.RetryAfter != t0.Add(time.Minute).Sub(now) || a.RetryAfter <= 0 {
+			t.Fatalf("request %d: refused %q after %v", i, a.Refused, a.RetryAfter)
+		}
+	}
+	if admitted != 600 {
+		t.Fatalf("%d of 700 admitted in one minute, want 600", admitted)
+	}
+	if a, _ := l.Admit(ctx, other, unique("req_"), t0.Add(30*time.Second), rules); !a.Admitted {
+		t.Error("a second key is unaffected")
+	}
+	// The first second's entries age out exactly one window after it.
+	if a, _ := l.Admit(ctx, key, unique("req_"), t0.Add(time.Minute-time.Millisecond), rules); a.Admitted {
+		t.Error("still inside the window")
+	}
+	if a, _ := l.Admit(ctx, key, unique("req_"), t0.Add(time.Minute), rules); !a.Admitted {
+		t.Error("the oldest entries aged out")
+	}
+}
+
+func testConcurrencySlots(t *testing.T, s store.Store) {
+	l := s.(store.Limits)
+	rules := store.DefaultLimits
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	key := unique("key_")
+	var admitted, refused atomic.Int64
+	ids := make(chan string, 40)
+	var wg sync.WaitGroup
+	for i := 0; i < 40; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rid := unique("req_")
+			a, err := l.Admit(ctx, key, rid, now, rules)
+			switch {
+			case err != nil:
+				t.Error(err)
+			case a.Admitted:
+				admitted.Add(1)
+				ids <- rid
+			case a.Refused == "concurrency" && a.RetryAfter == time.Second:
+				refused.Add(1)
+			default:
+				t.Errorf("%+v", a)
+			}
+		}()
+	}
+	wg.Wait()
+	close(ids)
+	if admitted.Load() != 25 || refused.Load() != 15 {
+		t.Fatalf("%d admitted, %d refused; want 25 in flight at most", admitted.Load(), refused.Load())
+	}
+	first := <-ids
+	if err := l.ReleaseSlot(ctx, key, first, now); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := l.Admit(ctx, key, unique("req_"), now, rules)
+	if !a.Admitted || a.SlotsFree != 0 {
+		t.Errorf("a released slot is free again: %+v", a)
+	}
+	if a, _ := l.Admit(ctx, key, unique("req_"), now.Add(rules.Lease-time.Millisecond), rules); a.Admitted {
+		t.Error("leases still hold")
+	}
+	// Requests that died without releasing: their slots come back after the lease.
+	if a, _ := l.Admit(ctx, key, unique("req_"), now.Add(rules.Lease), rules); !a.Admitted || a.SlotsFree != 24 {
+		t.Errorf("after the lease: %+v", a)
+	}
+	if err := l.ReleaseSlot(ctx, key, "req_unknown", now); err != nil {
+		t.Errorf("releasing nothing is fine: %v", err)
 	}
 }

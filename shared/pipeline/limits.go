@@ -1,0 +1,54 @@
+package pipeline
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/meridian-data/meridian/shared/auth"
+	"github.com/meridian-data/meridian/shared/envelope"
+)
+
+// admit applies the per-key limits of spec 8 to an authenticated request,
+// before validation, so every routed request counts. An admitted request
+// gets the rate headers of spec 4.9; a refused one is 429 RATE_LIMITED
+// with the wait: until the oldest entry ages out of the window, or one
+// second for a full set of in-flight slots. A limits store that cannot be
+// reached admits the request (logged): an outage of the counter must not
+// take the API down with it.
+func (p *Pipeline) admit(x *exchange, who auth.Principal) *envelope.Error {
+	if p.cfg.Limits == nil || who.KeyID == "" {
+		return nil
+	}
+	a, err := p.cfg.Limits.Admit(x.r.Context(), who.KeyID, x.requestID, p.cfg.Now(), p.cfg.LimitRules)
+	if err != nil {
+		p.cfg.Logger.Warn("limits store unavailable; admitted unlimited", "request_id", x.requestID, "error", err.Error())
+		return nil
+	}
+	switch a.Refused {
+	case "rate":
+		return rateLimited("rate_limit", a.RetryAfter, "More than "+strconv.Itoa(a.RateLimit)+" requests in the last minute for this key.")
+	case "concurrency":
+		return rateLimited("concurrency_limit", a.RetryAfter, "More than "+strconv.Itoa(a.Concurrency)+" requests in flight for this key.")
+	}
+	x.admitted = true
+	h := x.w.Header()
+	h.Set("x-ratelimit-limit", strconv.Itoa(a.RateLimit))
+	h.Set("x-ratelimit-remaining", strconv.Itoa(a.RateRemaining))
+	h.Set("x-ratelimit-reset", strconv.FormatInt(a.RateReset.Unix(), 10))
+	h.Set("x-concurrency-limit", strconv.Itoa(a.Concurrency))
+	h.Set("x-concurrency-remaining", strconv.Itoa(a.SlotsFree))
+	return nil
+}
+
+// release frees the request's in-flight slot when it ends, even if the
+// caller has gone; if this fails the lease frees it.
+func (p *Pipeline) release(x *exchange, who auth.Principal) {
+	if !x.admitted {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), billingTimeout)
+	defer cancel()
+	if err := p.cfg.Limits.ReleaseSlot(ctx, who.KeyID, x.requestID, p.cfg.Now()); err != nil {
+		p.cfg.Logger.Warn("slot release failed; its lease will free it", "request_id", x.requestID, "error", err.Error())
+	}
+}

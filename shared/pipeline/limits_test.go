@@ -1,0 +1,118 @@
+package pipeline
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/meridian-data/meridian/shared/auth"
+	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/store"
+)
+
+func withLimits(c *Config) { c.Limits = c.Store.(store.Limits) }
+
+func TestRateLimitWindow(t *testing.T) {
+	b := newBilled(t, 100, nil, withLimits)
+	full, k := auth.NewKey(b.account.ID, "second", nil)
+	if _, err := b.store.CreateKey(t.Context(), k); err != nil {
+		t.Fatal(err)
+	}
+	start := b.clock.Now()
+	admitted := 0
+	for i := 0; i < 700; i++ {
+		if i > 0 {
+			b.clock.Advance(80 * time.Millisecond) // 700 requests inside 56 seconds
+		}
+		r := b.call("/v1/credits/balance")
+		if r.code == 200 {
+			admitted++
+			if r.header.Get("x-ratelimit-limit") != "600" || r.header.Get("x-ratelimit-remaining") != strconv.Itoa(600-admitted) ||
+				r.header.Get("x-ratelimit-reset") != strconv.FormatInt(start.Add(time.Minute).Unix(), 10) ||
+				r.header.Get("x-concurrency-limit") != "25" || r.header.Get("x-concurrency-remaining") != "24" {
+				t.Fatalf("request %d headers %v", i, r.header)
+			}
+			continue
+		}
+		checkEnvelope(t, r)
+		wait := int64(start.Add(time.Minute).Sub(b.clock.Now()).Seconds() + 0.999)
+		if r.code != 429 || r.errorType() != "RATE_LIMITED" || r.details()["retry_after_seconds"] != float64(wait) ||
+			r.header.Get("retry-after") != strconv.FormatInt(wait, 10) {
+			t.Fatalf("request %d: %d %v %s (wait %d)", i, r.code, r.header, r.raw, wait)
+		}
+	}
+	if admitted != 600 {
+		t.Fatalf("%d of 700 admitted", admitted)
+	}
+	if r := b.do("GET", "/v1/credits/balance", "x-api-key", full); r.code != 200 {
+		t.Errorf("a second key is unaffected: %d", r.code)
+	}
+	if r := b.call("/v1/marketplace_a/search?query=a"); r.code != 429 || b.calls.Load() != 0 {
+		t.Error("a refused request reaches no upstream")
+	}
+}
+
+func TestConcurrencyLimit(t *testing.T) {
+	b := newBilled(t, 1000, nil, withLimits)
+	var inFlight, peak atomic.Int64
+	b.p.cfg.Handlers["marketplace_a/search"] = func(context.Context, *Call) (any, *envelope.Error) {
+		n := inFlight.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		<-b.gate
+		inFlight.Add(-1)
+		return map[string]any{"ok": true}, nil
+	}
+	results := make(chan response, 40)
+	var wg sync.WaitGroup
+	for i := 0; i < 40; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			results <- b.call("/v1/marketplace_a/search?query=slow" + strconv.Itoa(i))
+		}(i)
+	}
+	// The 15 over the cap are refused at once, with a one-second wait.
+	for i := 0; i < 15; i++ {
+		r := <-results
+		if r.code != 429 || r.details()["retry_after_seconds"] != float64(1) || r.details()["reason"] != "concurrency_limit" {
+			t.Fatalf("%d %s", r.code, r.raw)
+		}
+	}
+	close(b.gate)
+	wg.Wait()
+	close(results)
+	ok := 0
+	for r := range results {
+		if r.code == 200 {
+			ok++
+		}
+	}
+	if ok != 25 || peak.Load() > 25 {
+		t.Fatalf("%d succeeded, peak %d in flight", ok, peak.Load())
+	}
+	if r := b.call("/v1/credits/balance"); r.code != 200 || r.header.Get("x-concurrency-remaining") != "24" {
+		t.Errorf("every slot came back: %v", r.header)
+	}
+	// A request whose process died holds its slot until the lease runs out.
+	limits := b.store.(store.Limits)
+	for i := 0; i < 25; i++ {
+		if _, err := limits.Admit(t.Context(), b.keyRec.ID, "req_dead"+strconv.Itoa(i), b.clock.Now(), store.DefaultLimits); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := b.call("/v1/credits/balance"); r.code != 429 {
+		t.Fatalf("dead requests hold their slots: %d", r.code)
+	}
+	b.clock.Advance(store.DefaultLimits.Lease)
+	if r := b.call("/v1/credits/balance"); r.code != 200 {
+		t.Errorf("their slots come back after the lease: %d %s", r.code, r.raw)
+	}
+}

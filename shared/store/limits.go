@@ -1,0 +1,153 @@
+package store
+
+import (
+	"context"
+	"sort"
+	"time"
+)
+
+// LimitRules are the per-key limits of spec 8.
+type LimitRules struct {
+	Rate        int           // requests per window
+	Window      time.Duration // sliding window (one minute)
+	Concurrency int           // requests in flight
+	Lease       time.Duration // how long a slot outlives a request that died
+}
+
+// DefaultLimits are spec 8's: 600 a minute, 25 in flight.
+var DefaultLimits = LimitRules{Rate: 600, Window: time.Minute, Concurrency: 25, Lease: 2 * time.Minute}
+
+// Admission is the answer to one request's admission.
+type Admission struct {
+	Admitted bool
+	// Refused is "rate" or "concurrency" when not admitted.
+	Refused    string
+	RetryAfter time.Duration
+	// The state the rate headers report (spec 4.9).
+	RateLimit     int
+	RateRemaining int       // in the window, this request included
+	RateReset     time.Time // when the oldest entry ages out
+	Concurrency   int
+	SlotsFree     int // free in-flight slots once this request took one
+}
+
+// Limits admits requests per key against a sliding window and in-flight
+// slots, shared by every instance.
+type Limits interface {
+	// Admit records requestID as a request of keyID at now, or refuses it
+	// (recording nothing) when the window or the slots are full.
+	Admit(ctx context.Context, keyID, requestID string, now time.Time, rules LimitRules) (Admission, error)
+	// ReleaseSlot frees the in-flight slot requestID holds.
+	ReleaseSlot(ctx context.Context, keyID, requestID string, now time.Time) error
+}
+
+// LimitState is one key's admissions: per-second counts of the sliding
+// window (second resolution, so a refusal's wait is exact to the second)
+// and the in-flight slots with their leases. Both stores keep it as one
+// record and change it atomically with these methods.
+type LimitState struct {
+	Seconds []SecondCount `json:"seconds"`
+	Slots   []Slot        `json:"slots"`
+}
+
+// SecondCount is how many requests were admitted in one Unix second.
+type SecondCount struct {
+	Second int64 `json:"s"`
+	Count  int   `json:"n"`
+}
+
+// Slot is an in-flight request and when its lease runs out.
+type Slot struct {
+	RequestID  string `json:"r"`
+	LeaseUntil int64  `json:"l"` // Unix milliseconds
+}
+
+// Admit applies the rules at now and, when admitted, records the request.
+func (s *LimitState) Admit(requestID string, now time.Time, r LimitRules) Admission {
+	s.prune(now, r)
+	sec := now.Unix()
+	total := 0
+	for _, c := range s.Seconds {
+		total += c.Count
+	}
+	a := Admission{RateLimit: r.Rate, Concurrency: r.Concurrency}
+	windowSecs := int64(r.Window / time.Second)
+	switch {
+	case total >= r.Rate:
+		a.Refused = "rate"
+		reset := time.Unix(s.Seconds[0].Second+windowSecs, 0)
+		a.RetryAfter, a.RateReset = reset.Sub(now), reset
+		return a
+	case len(s.Slots) >= r.Concurrency:
+		a.Refused, a.RetryAfter = "concurrency", time.Second
+		a.RateRemaining, a.RateReset = r.Rate-total, s.reset(now, windowSecs)
+		return a
+	}
+	if n := len(s.Seconds); n > 0 && s.Seconds[n-1].Second == sec {
+		s.Seconds[n-1].Count++
+	} else {
+		s.Seconds = append(s.Seconds, SecondCount{Second: sec, Count: 1})
+	}
+	s.Slots = append(s.Slots, Slot{RequestID: requestID, LeaseUntil: now.Add(r.Lease).UnixMilli()})
+	a.Admitted = true
+	a.RateRemaining, a.RateReset = r.Rate-total-1, s.reset(now, windowSecs)
+	a.SlotsFree = r.Concurrency - len(s.Slots)
+	return a
+}
+
+// Release frees requestID's slot; it reports whether there was one.
+func (s *LimitState) Release(requestID string) bool {
+	for i, slot := range s.Slots {
+		if slot.RequestID == requestID {
+			s.Slots = append(s.Slots[:i], s.Slots[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// Idle reports whether the state holds nothing live, so it may be dropped.
+func (s *LimitState) Idle(now time.Time, r LimitRules) bool {
+	s.prune(now, r)
+	return len(s.Seconds) == 0 && len(s.Slots) == 0
+}
+
+// ExpiresAt is when the state holds nothing any more if nothing happens.
+func (s *LimitState) ExpiresAt(r LimitRules) time.Time {
+	var last int64
+	if n := len(s.Seconds); n > 0 {
+		last = (s.Seconds[n-1].Second + int64(r.Window/time.Second)) * 1000
+	}
+	for _, slot := range s.Slots {
+		last = max(last, slot.LeaseUntil)
+	}
+	return time.UnixMilli(last)
+}
+
+// prune drops seconds that left the window and slots whose lease ran out
+// (their request died without releasing).
+func (s *LimitState) prune(now time.Time, r LimitRules) {
+	oldest := now.Unix() - int64(r.Window/time.Second) // seconds <= oldest are out
+	sort.Slice(s.Seconds, func(i, j int) bool { return s.Seconds[i].Second < s.Seconds[j].Second })
+	keep := s.Seconds[:0]
+	for _, c := range s.Seconds {
+		if c.Second > oldest {
+			keep = append(keep, c)
+		}
+	}
+	s.Seconds = keep
+	live := s.Slots[:0]
+	for _, slot := range s.Slots {
+		if slot.LeaseUntil > now.UnixMilli() {
+			live = append(live, slot)
+		}
+	}
+	s.Slots = live
+}
+
+func (s *LimitState) reset(now time.Time, windowSecs int64) time.Time {
+	if len(s.Seconds) == 0 {
+		return time.Unix(now.Unix()+windowSecs, 0)
+	}
+	return time.Unix(s.Seconds[0].Second+windowSecs, 0)
+}
