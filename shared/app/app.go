@@ -39,6 +39,7 @@ const (
 	EnvAdminToken      = "MERIDIAN_ADMIN_TOKEN"       // enables the operator API
 	EnvInvalidKeyLimit = "MERIDIAN_INVALID_KEY_LIMIT" // invalid-key attempts per client per minute (default 20)
 	EnvTable           = "MERIDIAN_TABLE"             // DynamoDB table of the Lambda functions
+	EnvFairUse         = "MERIDIAN_FAIR_USE"          // 30-day ceilings: platform/endpoint=N,… (0 turns metering off)
 )
 
 // DefaultAddr is where make run listens.
@@ -69,23 +70,45 @@ func ThrottleFromEnv() *auth.Throttle {
 	return auth.NewThrottle(limit)
 }
 
+// fairUseLimits reads MERIDIAN_FAIR_USE, e.g.
+// "web/social-profiles=5000,search/all=0"; bad entries are logged and skipped.
+func fairUseLimits(logger *slog.Logger) map[string]int64 {
+	limits := map[string]int64{}
+	for _, pair := range strings.Split(os.Getenv(EnvFairUse), ",") {
+		if strings.TrimSpace(pair) == "" {
+			continue
+		}
+		key, value, ok := strings.Cut(pair, "=")
+		n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+		if _, known := registry.Default().Endpoint(strings.TrimSpace(key)); !ok || err != nil || n < 0 || !known {
+			logger.Warn("ignoring a "+EnvFairUse+" entry", "entry", pair)
+			continue
+		}
+		limits[strings.TrimSpace(key)] = n
+	}
+	return limits
+}
+
 // Config is the pipeline configuration for one family ("" for all).
 func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Config {
 	// Both stores also hold the response cache and idempotency records.
 	cache, _ := deps.Store.(store.Cache)
 	idem, _ := deps.Store.(store.Idempotency)
 	limits, _ := deps.Store.(store.Limits)
+	fairUse, _ := deps.Store.(store.FairUse)
 	return pipeline.Config{
-		Limits:      limits,
-		Cache:       cache,
-		Idempotency: idem,
-		Registry:    registry.Default(),
-		Family:      family,
-		Store:       deps.Store,
-		Throttle:    deps.Throttle,
-		AdminToken:  os.Getenv(EnvAdminToken),
-		ErrorsURL:   os.Getenv(EnvErrorsURL),
-		Logger:      logger,
+		Limits:        limits,
+		FairUse:       fairUse,
+		FairUseLimits: fairUseLimits(logger),
+		Cache:         cache,
+		Idempotency:   idem,
+		Registry:      registry.Default(),
+		Family:        family,
+		Store:         deps.Store,
+		Throttle:      deps.Throttle,
+		AdminToken:    os.Getenv(EnvAdminToken),
+		ErrorsURL:     os.Getenv(EnvErrorsURL),
+		Logger:        logger,
 	}
 }
 

@@ -44,8 +44,14 @@ func (p *Pipeline) dispatch(x *exchange, c *Call) {
 		p.deliverCached(x, c, cu.hit)
 		return
 	}
+	fu, refusal := p.checkFairUse(x, c)
+	if refusal != nil {
+		x.fail(refusal)
+		return
+	}
 	if e.Kind != registry.Data || e.Cost == 0 || p.cfg.Store == nil {
 		data, err := p.run(h, x, c)
+		p.countFairUse(x, c, fu)
 		if err != nil {
 			x.fail(err)
 			return
@@ -69,6 +75,7 @@ func (p *Pipeline) dispatch(x *exchange, c *Call) {
 		return
 	}
 	data, herr := p.run(h, x, c)
+	p.countFairUse(x, c, fu)
 	if herr != nil {
 		p.refund(x, charge, herr)
 		x.fail(herr)

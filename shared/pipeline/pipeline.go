@@ -32,6 +32,9 @@ type Call struct {
 	Request *http.Request
 	// CreditsRemaining may be set by a handler that learns the balance.
 	CreditsRemaining *int64
+	// Attempts is how many upstream attempts the handler made, retries
+	// included; fair use counts them (at least one).
+	Attempts int
 }
 
 // Handler serves one endpoint after the pipeline has admitted the call.
@@ -56,6 +59,10 @@ type Config struct {
 	// when zero); nil admits everything.
 	Limits     store.Limits
 	LimitRules store.LimitRules
+	// FairUse counts metered calls against 30-day ceilings: the
+	// registry's, overridden per endpoint key by FairUseLimits.
+	FairUse       store.FairUse
+	FairUseLimits map[string]int64
 	// Throttle refuses clients that keep presenting invalid keys.
 	Throttle *auth.Throttle
 	// AdminToken enables the operator API (/admin) when set.

@@ -12,6 +12,11 @@ import (
 // carry a Decision saying what their upstream needs; ARCHITECTURE.md
 // collects those choices.
 
+// metered is the default 30-day fair-use ceiling of upstream attempts for
+// an endpoint whose upstreams are scarce (browser sessions, fan-outs):
+// generous for any real workload, a stop for runaway loops.
+const metered = 20_000
+
 var profilePlatforms = []string{"photo_social", "short_video_a", "microblog_a", "microblog_b", "microblog_c", "social_a", "professional_network", "video_platform", "code_host"}
 
 var commerce = []Endpoint{
@@ -75,7 +80,7 @@ var commerce = []Endpoint{
 		},
 	},
 	{
-		Platform: "marketplace_b", ID: "shop", Family: Commerce, Kind: Data, Cost: 14, Origin: SpecListed,
+		Platform: "marketplace_b", ID: "shop", Family: Commerce, Kind: Data, Cost: 14, Origin: SpecListed, FairUse: metered,
 		Name: "Marketplace B shop", Description: "A creator storefront: its posts and products.",
 		Params: []Param{
 			P("url", String, "Shop page URL or shop name.").Req().Len(2048).Ex("example-shop"),
@@ -187,7 +192,7 @@ var social = []Endpoint{
 		Params: []Param{handleParam.Req().Ex("example")},
 	},
 	{
-		Platform: "social_a", ID: "search-people", Family: Social, Kind: Data, Cost: 12, Origin: SpecListed, AI: true,
+		Platform: "social_a", ID: "search-people", Family: Social, Kind: Data, Cost: 12, Origin: SpecListed, AI: true, FairUse: metered,
 		Name: "Social A people search", Description: "Ranked people search (not substring match) on the large general social network.",
 		Params: []Param{queryParam.Ex("Jane Doe"), cursorParam},
 	},
@@ -206,7 +211,7 @@ var social = []Endpoint{
 		Params: []Param{queryParam.Ex("jazz festival"), cursorParam},
 	},
 	{
-		Platform: "professional_network", ID: "search-people", Family: Social, Kind: Data, Cost: 8, Origin: SpecListed, AI: true,
+		Platform: "professional_network", ID: "search-people", Family: Social, Kind: Data, Cost: 8, Origin: SpecListed, AI: true, FairUse: metered,
 		Name: "Professional network people search", Description: "Search people by name or by a people-search URL.",
 		Params: []Param{
 			P("query", String, "A person's name.").Len(500).Ex("Jane Doe"),
@@ -374,7 +379,7 @@ var stayParams = []Param{
 
 var webAndBundles = []Endpoint{
 	{
-		Platform: "web", ID: "social-profiles", Family: Web, Kind: Data, Cost: 15, Origin: SpecListed,
+		Platform: "web", ID: "social-profiles", Family: Web, Kind: Data, Cost: 15, Origin: SpecListed, FairUse: metered,
 		Name: "Linked social profiles", Description: "Profiles on other platforms linked to a known profile, with evidence.",
 		Params: []Param{
 			P("platform", String, "Platform of the known profile.").Req().OneOf(profilePlatforms...).Ex("microblog_b"),
@@ -388,7 +393,7 @@ var webAndBundles = []Endpoint{
 		Decision: "A job is read by its id alone, lifted from the path; reading it is free because the job's own call was charged.",
 	},
 	{
-		Platform: "bundle", ID: "creator-vetting", Family: Bundle, Kind: Data, Cost: 8, Origin: SpecListed,
+		Platform: "bundle", ID: "creator-vetting", Family: Bundle, Kind: Data, Cost: 8, Origin: SpecListed, FairUse: metered / 4,
 		Name: "Creator vetting bundle", Description: "Engagement evidence for a creator from sampled posts and comments; no authenticity grade is inferred.",
 		Params: []Param{
 			handleParam.Req().Ex("example"),
@@ -400,7 +405,7 @@ var webAndBundles = []Endpoint{
 		},
 	},
 	{
-		Platform: "search", ID: "all", Family: Search, Kind: Data, Cost: 5, Origin: SpecNamed, Streams: true,
+		Platform: "search", ID: "all", Family: Search, Kind: Data, Cost: 5, Origin: SpecNamed, Streams: true, FairUse: metered * 4,
 		Name: "Search all platforms", Description: "One query across the searchable platforms; stream=1 streams results as server-sent events.",
 		Params: []Param{
 			queryParam.Ex("golang"),
@@ -411,7 +416,7 @@ var webAndBundles = []Endpoint{
 		Decision: "A fan-out over the platforms' own search endpoints: the query, which platforms, how many results from each, and stream (spec 4.4). No cursor: each platform pages differently, so continuation is done on the platform's own endpoint. Cost 5 covers several upstream searches.",
 	},
 	{
-		Platform: "search", ID: "creators", Family: Search, Kind: Data, Cost: 5, Origin: SpecNamed, Streams: true,
+		Platform: "search", ID: "creators", Family: Search, Kind: Data, Cost: 5, Origin: SpecNamed, Streams: true, FairUse: metered * 4,
 		Name: "Search creators", Description: "Find creator accounts across social and video platforms; stream=1 streams results.",
 		Params: []Param{
 			queryParam.Ex("home baking"),

@@ -34,6 +34,7 @@ type Entry struct {
 	Deprecated      bool       `json:"deprecated"`
 	Streams         bool       `json:"streams"`
 	CacheTTLSeconds int64      `json:"cache_ttl_seconds"`
+	Metered         bool       `json:"metered"`
 }
 
 // Entry describes e for catalogues.
@@ -42,7 +43,7 @@ func (e *Endpoint) Entry() Entry {
 		ID: e.Key(), Name: e.Name, Method: e.HTTPMethod(), Path: e.Path(), CreditCost: e.Cost,
 		Description: e.Description, Params: []ParamDoc{}, OneOf: e.AnyOf, AIAssist: e.AI,
 		LimitedCapacity: e.LimitedCapacity, Deprecated: e.Deprecated != nil, Streams: e.Streams,
-		CacheTTLSeconds: int64(e.CacheFor().Seconds()),
+		CacheTTLSeconds: int64(e.CacheFor().Seconds()), Metered: e.FairUse > 0,
 	}
 	for _, p := range e.accepted {
 		d := ParamDoc{

@@ -137,6 +137,10 @@ type Endpoint struct {
 	// means DefaultCacheTTL for data endpoints. Uncached turns it off.
 	CacheTTL time.Duration
 	Uncached bool
+	// FairUse marks a metered endpoint: its default ceiling of upstream
+	// attempts per account over a rolling 30 days (spec 8); 0 = not
+	// metered. Operators override ceilings in configuration.
+	FairUse int64
 	// AI marks the endpoints that accept the shared AI-assist set (spec 4.5).
 	AI              bool
 	LimitedCapacity bool

@@ -12,13 +12,20 @@ import (
 	"github.com/meridian-data/meridian/shared/store"
 )
 
-// Limit records: pk=limits#<key id>, sk=limits, state (JSON of
-// store.LimitState), version N and expires_at (TTL: when the state would
-// hold nothing). Writes are optimistic on version; a lost race retries
-// with the item the condition returned.
-const skLimits = "limits"
+// Counter records (rate limits and fair use) keep a small JSON state:
+//
+//	limits   limits#<key id>                  limits    store.LimitState
+//	fair use fairuse#<account id>#<endpoint>  fairuse   store.FairUseState
+//
+// with version N and expires_at (TTL: when the state would hold nothing).
+// Writes are optimistic on version; a lost race retries with the item the
+// condition returned.
+const (
+	skLimits  = "limits"
+	skFairUse = "fairuse"
+)
 
-type limitsItem struct {
+type stateItem struct {
 	PK        string `dynamodbav:"pk"`
 	SK        string `dynamodbav:"sk"`
 	State     string `dynamodbav:"state"`
@@ -28,43 +35,66 @@ type limitsItem struct {
 
 func (s *Store) Admit(ctx context.Context, keyID, requestID string, now time.Time, rules store.LimitRules) (store.Admission, error) {
 	var a store.Admission
-	err := s.changeLimits(ctx, keyID, func(st *store.LimitState) bool {
+	err := changeState(ctx, s, "limits#"+keyID, skLimits, func(st *store.LimitState) (bool, time.Time) {
 		a = st.Admit(requestID, now, rules)
-		return a.Admitted
-	}, rules)
+		return a.Admitted, st.ExpiresAt(rules)
+	})
 	return a, err
 }
 
 func (s *Store) ReleaseSlot(ctx context.Context, keyID, requestID string, now time.Time) error {
-	return s.changeLimits(ctx, keyID, func(st *store.LimitState) bool { return st.Release(requestID) }, store.DefaultLimits)
+	return changeState(ctx, s, "limits#"+keyID, skLimits, func(st *store.LimitState) (bool, time.Time) {
+		return st.Release(requestID), st.ExpiresAt(store.DefaultLimits)
+	})
 }
 
-// changeLimits reads the key's state, lets change edit it (returning
-// whether to write), and writes it back if nobody wrote in between.
-func (s *Store) changeLimits(ctx context.Context, keyID string, change func(*store.LimitState) bool, rules store.LimitRules) error {
-	pk := "limits#" + keyID
-	item, err := get[limitsItem](ctx, s, pk, skLimits)
+func (s *Store) FairUseUsed(ctx context.Context, accountID, endpoint string, now time.Time) (int64, error) {
+	item, err := get[stateItem](ctx, s, "fairuse#"+accountID+"#"+endpoint, skFairUse)
+	if err != nil || item == nil {
+		return 0, err
+	}
+	var st store.FairUseState
+	if err := json.Unmarshal([]byte(item.State), &st); err != nil {
+		return 0, err
+	}
+	return st.Used(now), nil
+}
+
+func (s *Store) AddFairUse(ctx context.Context, accountID, endpoint string, attempts int64, now time.Time) (int64, error) {
+	var total int64
+	err := changeState(ctx, s, "fairuse#"+accountID+"#"+endpoint, skFairUse, func(st *store.FairUseState) (bool, time.Time) {
+		total = st.Add(attempts, now)
+		return true, now.Add(store.FairUseWindow)
+	})
+	return total, err
+}
+
+// changeState reads a counter's state, lets change edit it (returning
+// whether to write and when the state expires), and writes it back if
+// nobody wrote in between.
+func changeState[T any](ctx context.Context, s *Store, pk, sk string, change func(*T) (bool, time.Time)) error {
+	item, err := get[stateItem](ctx, s, pk, sk)
 	if err != nil {
 		return err
 	}
 	for attempt := 0; ; attempt++ {
-		var st store.LimitState
+		st := new(T)
 		version := int64(0)
 		if item != nil {
-			if err := json.Unmarshal([]byte(item.State), &st); err != nil {
+			if err := json.Unmarshal([]byte(item.State), st); err != nil {
 				return err
 			}
 			version = item.Version
 		}
-		if !change(&st) {
+		write, expires := change(st)
+		if !write {
 			return nil
 		}
 		raw, err := json.Marshal(st)
 		if err != nil {
 			return err
 		}
-		av, err := marshal(limitsItem{PK: pk, SK: skLimits, State: string(raw), Version: version + 1,
-			ExpiresAt: st.ExpiresAt(rules).Unix() + 1})
+		av, err := marshal(stateItem{PK: pk, SK: sk, State: string(raw), Version: version + 1, ExpiresAt: expires.Unix() + 1})
 		if err != nil {
 			return err
 		}
@@ -78,7 +108,7 @@ func (s *Store) changeLimits(ctx context.Context, keyID string, change func(*sto
 		if !failed {
 			return err
 		}
-		if item, err = decode[limitsItem](old); err != nil {
+		if item, err = decode[stateItem](old); err != nil {
 			return err
 		}
 		if err := backoff(ctx, attempt); err != nil {
@@ -87,4 +117,7 @@ func (s *Store) changeLimits(ctx context.Context, keyID string, change func(*sto
 	}
 }
 
-var _ store.Limits = (*Store)(nil)
+var (
+	_ store.Limits  = (*Store)(nil)
+	_ store.FairUse = (*Store)(nil)
+)

@@ -48,7 +48,7 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("embedded store: %w (is another make run using %s?)", err, dir)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bAccounts, bConsole, bKeys, bKeyHash, bLedger, bReservations, bCache, bIdempotency, bLimits} {
+		for _, b := range [][]byte{bAccounts, bConsole, bKeys, bKeyHash, bLedger, bReservations, bCache, bIdempotency, bLimits, bFairUse} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -621,3 +621,34 @@ func (s *Store) ReleaseSlot(ctx context.Context, keyID, requestID string, now ti
 }
 
 var _ store.Limits = (*Store)(nil)
+
+var bFairUse = []byte("fairuse") // account id \x00 endpoint -> state
+
+func (s *Store) FairUseUsed(ctx context.Context, accountID, endpoint string, now time.Time) (int64, error) {
+	var used int64
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		st, err := get[store.FairUseState](tx.Bucket(bFairUse), join(accountID, endpoint))
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		used = st.Used(now)
+		return err
+	})
+	return used, err
+}
+
+func (s *Store) AddFairUse(ctx context.Context, accountID, endpoint string, attempts int64, now time.Time) (int64, error) {
+	var total int64
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bFairUse)
+		st, err := get[store.FairUseState](b, join(accountID, endpoint))
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		total = st.Add(attempts, now)
+		return put(b, join(accountID, endpoint), st)
+	})
+	return total, err
+}
+
+var _ store.FairUse = (*Store)(nil)

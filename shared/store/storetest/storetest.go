@@ -29,6 +29,7 @@ func Run(t *testing.T, newStore Factory) {
 		"Idempotency":                   testIdempotency,
 		"RateWindow":                    testRateWindow,
 		"ConcurrencySlots":              testConcurrencySlots,
+		"FairUse":                       testFairUse,
 		"Grant":                         testGrant,
 		"KeyLifecycle":                  testKeyLifecycle,
 		"FiveActiveKeys":                testFiveActiveKeys,
@@ -1322,5 +1323,62 @@ func testConcurrencySlots(t *testing.T, s store.Store) {
 	}
 	if err := l.ReleaseSlot(ctx, key, "req_unknown", now); err != nil {
 		t.Errorf("releasing nothing is fine: %v", err)
+	}
+}
+
+func testFairUse(t *testing.T, s store.Store) {
+	f, ok := s.(store.FairUse)
+	if !ok {
+		t.Fatal("the store does not implement store.FairUse")
+	}
+	day0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	acct := unique("acct_")
+	add := func(n int64, at time.Time) int64 {
+		t.Helper()
+		total, err := f.AddFairUse(ctx, acct, "web/social-profiles", n, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return total
+	}
+	used := func(at time.Time) int64 {
+		t.Helper()
+		u, err := f.FairUseUsed(ctx, acct, "web/social-profiles", at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	if used(day0) != 0 {
+		t.Fatal("nothing used yet")
+	}
+	if add(5, day0) != 5 || add(2, day0.Add(time.Hour)) != 7 || add(3, day0.AddDate(0, 0, 10)) != 10 {
+		t.Fatal("totals")
+	}
+	if u := used(day0.AddDate(0, 0, 29)); u != 10 {
+		t.Errorf("inside 30 days: %d", u)
+	}
+	if u := used(day0.AddDate(0, 0, 30)); u != 3 {
+		t.Errorf("day 0 rolled out after 30 days: %d", u)
+	}
+	if u := used(day0.AddDate(0, 0, 41)); u != 0 {
+		t.Errorf("all rolled out: %d", u)
+	}
+	if u, _ := f.FairUseUsed(ctx, acct, "bundle/creator-vetting", day0); u != 0 {
+		t.Error("endpoints count apart")
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := f.AddFairUse(ctx, acct, "search/all", 1, day0); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if u, _ := f.FairUseUsed(ctx, acct, "search/all", day0); u != 20 {
+		t.Errorf("concurrent counts are all kept: %d", u)
 	}
 }

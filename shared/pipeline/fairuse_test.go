@@ -1,0 +1,98 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/store"
+)
+
+const profiles = "/v1/web/social-profiles?platform=microblog_b&handle="
+
+func meteredHarness(t *testing.T, mutate ...func(*Config)) *billed {
+	b := newBilled(t, 1000, nil, append([]func(*Config){func(c *Config) {
+		c.FairUse = c.Store.(store.FairUse)
+		c.FairUseLimits = map[string]int64{"web/social-profiles": 4}
+		c.Handlers["web/social-profiles"] = func(_ context.Context, c *Call) (any, *envelope.Error) {
+			switch c.Params.Values["handle"] {
+			case "retried":
+				c.Attempts = 2
+			case "fail":
+				c.Attempts = 3
+				return nil, envelope.New(envelope.UpstreamError, http.StatusBadGateway, "The source failed.", nil)
+			}
+			return map[string]any{"items": []any{}}, nil
+		}
+	}}, mutate...)...)
+	return b
+}
+
+func TestFairUseCeiling(t *testing.T) {
+	b := meteredHarness(t)
+	r := b.call(profiles + "a")
+	if r.code != 200 || r.header.Get("x-fairuse-limit") != "4" || r.header.Get("x-fairuse-remaining") != "3" || r.header.Get("x-fairuse-degraded") != "false" {
+		t.Fatalf("%d %v", r.code, r.header)
+	}
+	// Retries count: an upstream failure after 3 attempts uses 3 (and is refunded).
+	r = b.call(profiles + "fail")
+	if r.code != 502 || r.header.Get("x-fairuse-remaining") != "0" || r.body["credits_used"] != float64(0) {
+		t.Fatalf("%d %v %s", r.code, r.header, r.raw)
+	}
+	r = b.call(profiles + "b")
+	checkEnvelope(t, r)
+	if r.code != 429 || r.errorType() != "FAIR_USE_EXCEEDED" || r.details()["limit"] != float64(4) ||
+		r.details()["used"] != float64(4) || r.details()["degraded"] != false || r.header.Get("x-fairuse-remaining") != "0" {
+		t.Fatalf("%d %v %s", r.code, r.header, r.raw)
+	}
+	if a, _ := b.store.Account(t.Context(), b.account.ID); a.CreditsRemaining != 1000-15 {
+		t.Errorf("a fair-use refusal charges nothing: %d", a.CreditsRemaining)
+	}
+	// The window rolls: 30 days later the ceiling has room again.
+	b.clock.Advance(store.FairUseWindow)
+	if r := b.call(profiles + "c"); r.code != 200 {
+		t.Errorf("after 30 days: %d", r.code)
+	}
+	// Unmetered endpoints carry no fair-use headers.
+	if r := b.call("/v1/marketplace_a/search?query=a"); r.header.Get("x-fairuse-limit") != "" {
+		t.Error("an unmetered endpoint")
+	}
+}
+
+func TestFairUseCountsAttemptsNotCacheHits(t *testing.T) {
+	b := meteredHarness(t)
+	if r := b.call(profiles + "retried"); r.header.Get("x-fairuse-remaining") != "2" {
+		t.Fatalf("two attempts: %v", r.header)
+	}
+	if r := b.call(profiles + "retried"); r.header.Get("x-cache") != "HIT" {
+		t.Fatalf("a hit: %v", r.header)
+	}
+	if used, _ := b.store.(store.FairUse).FairUseUsed(t.Context(), b.account.ID, "web/social-profiles", b.clock.Now()); used != 2 {
+		t.Errorf("a cache hit reaches no upstream and counts nothing: %d", used)
+	}
+	if r := b.call(profiles + "new&dry_run=1"); r.header.Get("x-fairuse-limit") != "" {
+		t.Error("a dry run counts nothing")
+	}
+}
+
+type brokenFairUse struct{ store.FairUse }
+
+func (brokenFairUse) FairUseUsed(context.Context, string, string, time.Time) (int64, error) {
+	return 0, errors.New("dynamodb: service unavailable")
+}
+
+func TestFairUseDegraded(t *testing.T) {
+	b := meteredHarness(t, func(c *Config) { c.FairUse = brokenFairUse{} })
+	r := b.call(profiles + "a")
+	checkEnvelope(t, r)
+	if r.code != 503 || r.errorType() != "FAIR_USE_EXCEEDED" || r.details()["degraded"] != true ||
+		r.header.Get("retry-after") == "" || r.header.Get("x-fairuse-degraded") != "true" || b.calls.Load() != 0 {
+		t.Fatalf("%d %v %s", r.code, r.header, r.raw)
+	}
+	if r := b.call("/v1/marketplace_a/search?query=a"); r.code != 200 {
+		t.Errorf("unmetered endpoints are unaffected: %d", r.code)
+	}
+}
