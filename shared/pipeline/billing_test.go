@@ -25,7 +25,7 @@ import (
 // registered here, never in the production registry.
 type billed struct {
 	*harness
-	store   store.Store
+	store   billedStore
 	account store.Account
 	key     string
 	keyRec  store.Key
@@ -68,6 +68,9 @@ func (flakyRefunds) Refund(context.Context, string, string) (int64, error) {
 	return 0, errors.New("dynamodb: throughput exceeded")
 }
 
+// billedFactory builds the harness on one kind of store.
+type billedFactory func(t *testing.T, credits int64, limit *int64, mutate ...func(*Config)) *billed
+
 func newBilled(t *testing.T, credits int64, limit *int64, mutate ...func(*Config)) *billed {
 	t.Helper()
 	s, err := embedded.Open(t.TempDir())
@@ -75,6 +78,21 @@ func newBilled(t *testing.T, credits int64, limit *int64, mutate ...func(*Config
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	return newBilledOn(t, s, credits, limit, mutate...)
+}
+
+// billedStore is what the harness needs of a store.
+type billedStore interface {
+	store.Store
+	store.Cache
+	store.Idempotency
+	store.Limits
+	store.FairUse
+}
+
+func newBilledOn(t *testing.T, s billedStore, credits int64, limit *int64, mutate ...func(*Config)) *billed {
+	t.Helper()
+	var err error
 	b := &billed{store: s, clock: &testClock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}, gate: make(chan struct{})}
 	ctx := context.Background()
 	b.account, b.console, err = CreateAccount(ctx, s, credits, "req_test_opening")
@@ -124,7 +142,9 @@ func (b *billed) entries(t *testing.T, requestID string) []store.Entry {
 	return page.Entries
 }
 
-func TestPaidCallSucceeds(t *testing.T) {
+func TestPaidCallSucceeds(t *testing.T) { testPaidCallSucceeds(t, newBilled) }
+
+func testPaidCallSucceeds(t *testing.T, newBilled billedFactory) {
 	b := newBilled(t, 100, nil)
 	r := b.call("/v1/marketplace_a/search?query=lamp")
 	checkEnvelope(t, r)
@@ -143,7 +163,9 @@ func TestPaidCallSucceeds(t *testing.T) {
 	}
 }
 
-func TestFailedPaidCallsRefund(t *testing.T) {
+func TestFailedPaidCallsRefund(t *testing.T) { testFailedPaidCallsRefund(t, newBilled) }
+
+func testFailedPaidCallsRefund(t *testing.T, newBilled billedFactory) {
 	b := newBilled(t, 100, ptr64(50))
 	for _, c := range []struct {
 		query  string
@@ -187,7 +209,9 @@ func TestRefundThatCannotBeWrittenIsPending(t *testing.T) {
 	}
 }
 
-func TestPaymentRefusals(t *testing.T) {
+func TestPaymentRefusals(t *testing.T) { testPaymentRefusals(t, newBilled) }
+
+func testPaymentRefusals(t *testing.T, newBilled billedFactory) {
 	b := newBilled(t, 5, nil)
 	r := b.call("/v1/marketplace_a/search?query=a")
 	if r.code != 200 {
@@ -212,7 +236,9 @@ func TestPaymentRefusals(t *testing.T) {
 	}
 }
 
-func TestDryRunChargesNothing(t *testing.T) {
+func TestDryRunChargesNothing(t *testing.T) { testDryRunChargesNothing(t, newBilled) }
+
+func testDryRunChargesNothing(t *testing.T, newBilled billedFactory) {
 	b := newBilled(t, 100, nil)
 	r := b.call("/v1/marketplace_a/search?query=a&dry_run=1")
 	if r.code != 200 || r.body["credits_used"] != float64(0) || b.calls.Load() != 0 {
@@ -227,6 +253,10 @@ func TestDryRunChargesNothing(t *testing.T) {
 }
 
 func TestConcurrentPaidCallsNeverOverspend(t *testing.T) {
+	testConcurrentPaidCallsNeverOverspend(t, newBilled)
+}
+
+func testConcurrentPaidCallsNeverOverspend(t *testing.T, newBilled billedFactory) {
 	b := newBilled(t, 30, nil)
 	var ok, refused atomic.Int64
 	var wg sync.WaitGroup
@@ -254,7 +284,9 @@ func TestConcurrentPaidCallsNeverOverspend(t *testing.T) {
 	}
 }
 
-func TestKeysAreCheckedOnEveryRequest(t *testing.T) {
+func TestKeysAreCheckedOnEveryRequest(t *testing.T) { testKeysAreCheckedOnEveryRequest(t, newBilled) }
+
+func testKeysAreCheckedOnEveryRequest(t *testing.T, newBilled billedFactory) {
 	b := newBilled(t, 100, nil)
 	ctx := context.Background()
 	if r := b.call("/v1/credits/balance"); r.code != 200 {
@@ -274,7 +306,9 @@ func TestKeysAreCheckedOnEveryRequest(t *testing.T) {
 	}
 }
 
-func TestCreditsEndpoints(t *testing.T) {
+func TestCreditsEndpoints(t *testing.T) { testCreditsEndpoints(t, newBilled) }
+
+func testCreditsEndpoints(t *testing.T, newBilled billedFactory) {
 	b := newBilled(t, 100, nil)
 	var ids []string
 	for _, q := range []string{"a", "fail", "b"} {

@@ -7,7 +7,9 @@ import (
 	"github.com/meridian-data/meridian/shared/store"
 )
 
-func TestCacheMissThenHitCostsNothing(t *testing.T) {
+func TestCacheMissThenHitCostsNothing(t *testing.T) { testCacheMissThenHitCostsNothing(t, newBilled) }
+
+func testCacheMissThenHitCostsNothing(t *testing.T, newBilled billedFactory) {
 	b := newBilled(t, 100, nil)
 	first := b.call("/v1/marketplace_a/search?query=lamp")
 	if first.code != 200 || first.header.Get("x-cache") != "MISS" || first.body["cached"] != false || first.body["credits_used"] != float64(3) {
@@ -35,6 +37,10 @@ func TestCacheMissThenHitCostsNothing(t *testing.T) {
 }
 
 func TestCacheSharesEquivalentSpellingsAndAccounts(t *testing.T) {
+	testCacheSharesEquivalentSpellingsAndAccounts(t, newBilled)
+}
+
+func testCacheSharesEquivalentSpellingsAndAccounts(t *testing.T, newBilled billedFactory) {
 	b := newBilled(t, 100, nil)
 	b.call("/v1/microblog_b/search-posts?query=go&mode=top")
 	for _, q := range []string{"query=go&sort=top", "sort_by=top&query=go", "query=go&mode=top&judgments=on"} {
@@ -55,7 +61,9 @@ func TestCacheSharesEquivalentSpellingsAndAccounts(t *testing.T) {
 	}
 }
 
-func TestFailuresAreNeverCached(t *testing.T) {
+func TestFailuresAreNeverCached(t *testing.T) { testFailuresAreNeverCached(t, newBilled) }
+
+func testFailuresAreNeverCached(t *testing.T, newBilled billedFactory) {
 	b := newBilled(t, 100, nil)
 	for i := 0; i < 2; i++ {
 		if r := b.call("/v1/marketplace_a/search?query=fail"); r.code != 502 || r.header.Get("x-cache") != "" {
@@ -67,7 +75,9 @@ func TestFailuresAreNeverCached(t *testing.T) {
 	}
 }
 
-func TestCacheControlAndExpiry(t *testing.T) {
+func TestCacheControlAndExpiry(t *testing.T) { testCacheControlAndExpiry(t, newBilled) }
+
+func testCacheControlAndExpiry(t *testing.T, newBilled billedFactory) {
 	b := newBilled(t, 100, nil)
 	b.call("/v1/marketplace_a/search?query=a")
 	if r := b.do("GET", "/v1/marketplace_a/search?query=a", "x-api-key", b.key, "cache-control", "no-cache"); r.header.Get("x-cache") != "MISS" || b.calls.Load() != 2 {
@@ -87,7 +97,9 @@ func TestCacheControlAndExpiry(t *testing.T) {
 	}
 }
 
-func TestDryRunSnapshot(t *testing.T) {
+func TestDryRunSnapshot(t *testing.T) { testDryRunSnapshot(t, newBilled) }
+
+func testDryRunSnapshot(t *testing.T, newBilled billedFactory) {
 	b := newBilled(t, 4, nil)
 	ledger := func() int { return len(b.entries(t, "")) }
 	before := ledger()

@@ -70,7 +70,9 @@ func TestConsoleOverviewCreatesTheFirstKeyOnce(t *testing.T) {
 	}
 }
 
-func TestConsoleKeyLifecycle(t *testing.T) {
+func TestConsoleKeyLifecycle(t *testing.T) { testConsoleKeyLifecycle(t, newBilled) }
+
+func testConsoleKeyLifecycle(t *testing.T, newBilled billedFactory) {
 	b := newBilled(t, 100, nil)
 	r := b.asOwner("POST", "/console/keys", `{"name":"ci","credit_limit":30}`)
 	if r.code != 201 || r.body["name"] != "ci" || r.body["credit_limit"] != float64(30) || r.body["status"] != "active" ||
@@ -114,7 +116,9 @@ func TestConsoleKeyLifecycle(t *testing.T) {
 	}
 }
 
-func TestConsoleFiveKeyCapAndBadBodies(t *testing.T) {
+func TestConsoleFiveKeyCapAndBadBodies(t *testing.T) { testConsoleFiveKeyCapAndBadBodies(t, newBilled) }
+
+func testConsoleFiveKeyCapAndBadBodies(t *testing.T, newBilled billedFactory) {
 	b := newBilled(t, 100, nil) // holds one key already
 	for i := 0; i < 4; i++ {
 		if r := b.asOwner("POST", "/console/keys", `{"name":"k"}`); r.code != 201 {
@@ -191,6 +195,10 @@ func TestAdminAPI(t *testing.T) {
 }
 
 func TestConsoleFirstKeyIsCreatedOnceUnderConcurrency(t *testing.T) {
+	testConsoleFirstKeyIsCreatedOnceUnderConcurrency(t, newBilled)
+}
+
+func testConsoleFirstKeyIsCreatedOnceUnderConcurrency(t *testing.T, newBilled billedFactory) {
 	b := newBilled(t, 10, nil)
 	_, token, err := CreateAccount(t.Context(), b.store, 5, "req_open")
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 
 const profiles = "/v1/web/social-profiles?platform=microblog_b&handle="
 
-func meteredHarness(t *testing.T, mutate ...func(*Config)) *billed {
+func meteredHarness(t *testing.T, newBilled billedFactory, mutate ...func(*Config)) *billed {
 	b := newBilled(t, 1000, nil, append([]func(*Config){func(c *Config) {
 		c.FairUse = c.Store.(store.FairUse)
 		c.FairUseLimits = map[string]int64{"web/social-profiles": 4}
@@ -31,8 +31,10 @@ func meteredHarness(t *testing.T, mutate ...func(*Config)) *billed {
 	return b
 }
 
-func TestFairUseCeiling(t *testing.T) {
-	b := meteredHarness(t)
+func TestFairUseCeiling(t *testing.T) { testFairUseCeiling(t, newBilled) }
+
+func testFairUseCeiling(t *testing.T, newBilled billedFactory) {
+	b := meteredHarness(t, newBilled)
 	r := b.call(profiles + "a")
 	if r.code != 200 || r.header.Get("x-fairuse-limit") != "4" || r.header.Get("x-fairuse-remaining") != "3" || r.header.Get("x-fairuse-degraded") != "false" {
 		t.Fatalf("%d %v", r.code, r.header)
@@ -63,7 +65,11 @@ func TestFairUseCeiling(t *testing.T) {
 }
 
 func TestFairUseCountsAttemptsNotCacheHits(t *testing.T) {
-	b := meteredHarness(t)
+	testFairUseCountsAttemptsNotCacheHits(t, newBilled)
+}
+
+func testFairUseCountsAttemptsNotCacheHits(t *testing.T, newBilled billedFactory) {
+	b := meteredHarness(t, newBilled)
 	if r := b.call(profiles + "retried"); r.header.Get("x-fairuse-remaining") != "2" {
 		t.Fatalf("two attempts: %v", r.header)
 	}
@@ -85,7 +91,7 @@ func (brokenFairUse) FairUseUsed(context.Context, string, string, time.Time) (in
 }
 
 func TestFairUseDegraded(t *testing.T) {
-	b := meteredHarness(t, func(c *Config) { c.FairUse = brokenFairUse{} })
+	b := meteredHarness(t, newBilled, func(c *Config) { c.FairUse = brokenFairUse{} })
 	r := b.call(profiles + "a")
 	checkEnvelope(t, r)
 	if r.code != 503 || r.errorType() != "FAIR_USE_EXCEEDED" || r.details()["degraded"] != true ||

@@ -27,6 +27,10 @@ func (b *billed) debits(t *testing.T) int {
 }
 
 func TestIdempotentConcurrentRequestsRunOnce(t *testing.T) {
+	testIdempotentConcurrentRequestsRunOnce(t, newBilled)
+}
+
+func testIdempotentConcurrentRequestsRunOnce(t *testing.T, newBilled billedFactory) {
 	b := newBilled(t, 100, nil)
 	const n = 50
 	results := make(chan response, n)
@@ -73,7 +77,9 @@ func TestIdempotentConcurrentRequestsRunOnce(t *testing.T) {
 	}
 }
 
-func TestIdempotencyKeyRules(t *testing.T) {
+func TestIdempotencyKeyRules(t *testing.T) { testIdempotencyKeyRules(t, newBilled) }
+
+func testIdempotencyKeyRules(t *testing.T, newBilled billedFactory) {
 	b := newBilled(t, 100, nil)
 	b.withKey("/v1/marketplace_a/search?query=a", "k1")
 	if r := b.withKey("/v1/marketplace_a/search?query=b", "k1"); r.code != 422 || r.details()["reason"] != "idempotency_key_reused" {
@@ -101,7 +107,9 @@ func TestIdempotencyKeyRules(t *testing.T) {
 	}
 }
 
-func TestRetryableOutcomesAreNotStored(t *testing.T) {
+func TestRetryableOutcomesAreNotStored(t *testing.T) { testRetryableOutcomesAreNotStored(t, newBilled) }
+
+func testRetryableOutcomesAreNotStored(t *testing.T, newBilled billedFactory) {
 	b := newBilled(t, 100, nil)
 	for i := 0; i < 2; i++ {
 		if r := b.withKey("/v1/marketplace_a/search?query=fail", "retry-me"); r.code != 502 || r.header.Get("x-idempotent-replay") != "" {

@@ -15,7 +15,9 @@ import (
 
 func withLimits(c *Config) { c.Limits = c.Store.(store.Limits) }
 
-func TestRateLimitWindow(t *testing.T) {
+func TestRateLimitWindow(t *testing.T) { testRateLimitWindow(t, newBilled) }
+
+func testRateLimitWindow(t *testing.T, newBilled billedFactory) {
 	b := newBilled(t, 100, nil, withLimits)
 	full, k := auth.NewKey(b.account.ID, "second", nil)
 	if _, err := b.store.CreateKey(t.Context(), k); err != nil {
@@ -55,7 +57,9 @@ func TestRateLimitWindow(t *testing.T) {
 	}
 }
 
-func TestConcurrencyLimit(t *testing.T) {
+func TestConcurrencyLimit(t *testing.T) { testConcurrencyLimit(t, newBilled) }
+
+func testConcurrencyLimit(t *testing.T, newBilled billedFactory) {
 	b := newBilled(t, 1000, nil, withLimits)
 	var inFlight, peak atomic.Int64
 	b.p.cfg.Handlers["marketplace_a/search"] = func(context.Context, *Call) (any, *envelope.Error) {

@@ -1,0 +1,44 @@
+package pipeline
+
+import (
+	"testing"
+
+	"github.com/meridian-data/meridian/shared/store/dynamostore/dynamotest"
+)
+
+// The pipeline's store-backed behaviour (billing, keys, idempotency, the
+// cache, limits, fair use) proven again on DynamoDB Local.
+func TestOnDynamoDB(t *testing.T) {
+	onDynamo := func(t *testing.T, credits int64, limit *int64, mutate ...func(*Config)) *billed {
+		return newBilledOn(t, dynamotest.NewStore(t), credits, limit, mutate...)
+	}
+	for name, test := range map[string]func(*testing.T, billedFactory){
+		"CacheMissThenHitCostsNothing":                 testCacheMissThenHitCostsNothing,
+		"CacheSharesEquivalentSpellingsAndAccounts":    testCacheSharesEquivalentSpellingsAndAccounts,
+		"FailuresAreNeverCached":                       testFailuresAreNeverCached,
+		"CacheControlAndExpiry":                        testCacheControlAndExpiry,
+		"DryRunSnapshot":                               testDryRunSnapshot,
+		"IdempotentConcurrentRequestsRunOnce":          testIdempotentConcurrentRequestsRunOnce,
+		"IdempotencyKeyRules":                          testIdempotencyKeyRules,
+		"RetryableOutcomesAreNotStored":                testRetryableOutcomesAreNotStored,
+		"RateLimitWindow":                              testRateLimitWindow,
+		"ConcurrencyLimit":                             testConcurrencyLimit,
+		"FairUseCeiling":                               testFairUseCeiling,
+		"FairUseCountsAttemptsNotCacheHits":            testFairUseCountsAttemptsNotCacheHits,
+		"ConsoleKeyLifecycle":                          testConsoleKeyLifecycle,
+		"ConsoleFiveKeyCapAndBadBodies":                testConsoleFiveKeyCapAndBadBodies,
+		"ConsoleFirstKeyIsCreatedOnceUnderConcurrency": testConsoleFirstKeyIsCreatedOnceUnderConcurrency,
+		"PaidCallSucceeds":                             testPaidCallSucceeds,
+		"FailedPaidCallsRefund":                        testFailedPaidCallsRefund,
+		"PaymentRefusals":                              testPaymentRefusals,
+		"ConcurrentPaidCallsNeverOverspend":            testConcurrentPaidCallsNeverOverspend,
+		"KeysAreCheckedOnEveryRequest":                 testKeysAreCheckedOnEveryRequest,
+		"CreditsEndpoints":                             testCreditsEndpoints,
+		"DryRunChargesNothing":                         testDryRunChargesNothing,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, onDynamo)
+		})
+	}
+}
