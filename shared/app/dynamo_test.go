@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -20,12 +19,6 @@ import (
 	"github.com/meridian-data/meridian/shared/store/dynamostore"
 	"github.com/meridian-data/meridian/shared/store/dynamostore/dynamolocal"
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	dynamolocal.StopIfStarted()
-	os.Exit(code)
-}
 
 // A Lambda function configured the way AWS runs it (MERIDIAN_TABLE and the
 // SDK's environment) authenticates and answers from DynamoDB.

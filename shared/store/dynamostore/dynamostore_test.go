@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -38,12 +37,6 @@ var (
 	tableSeq    atomic.Int64
 	runID       = randomHex(4)
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	dynamolocal.StopIfStarted()
-	os.Exit(code)
-}
 
 func randomHex(n int) string {
 	b := make([]byte, n)

@@ -1,6 +1,8 @@
 // Package dynamolocal gives tests a DynamoDB Local endpoint:
-// MERIDIAN_DYNAMODB_ENDPOINT when set (make test sets it), otherwise one
-// started with scripts/dynamodb-local.sh. Tests that need it fail, never
+// MERIDIAN_DYNAMODB_ENDPOINT when set (make test sets it and stops the
+// emulator afterwards), otherwise the one scripts/dynamodb-local.sh runs,
+// started if needed and left running for the other test packages (stop it
+// with scripts/dynamodb-local.sh stop). Tests that need it fail, never
 // skip, when there is none.
 package dynamolocal
 
@@ -18,10 +20,7 @@ import (
 // EnvEndpoint names the endpoint make test passes to go test.
 const EnvEndpoint = "MERIDIAN_DYNAMODB_ENDPOINT"
 
-var (
-	mu      sync.Mutex
-	started bool
-)
+var mu sync.Mutex
 
 // Endpoint returns a DynamoDB Local URL, starting the emulator if needed.
 func Endpoint() (string, error) {
@@ -37,20 +36,7 @@ func Endpoint() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("no %s and DynamoDB Local did not start: %w", EnvEndpoint, err)
 	}
-	started = true
 	return e, nil
-}
-
-// StopIfStarted stops the emulator if Endpoint started it; call it from TestMain.
-func StopIfStarted() {
-	mu.Lock()
-	defer mu.Unlock()
-	if started {
-		if _, err := run("stop"); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-		started = false
-	}
 }
 
 // run calls the script and returns the last line it printed.
