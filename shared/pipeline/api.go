@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net"
@@ -20,6 +21,11 @@ import (
 // dispatch. Later stages (admission, idempotency, cache, billing) slot in
 // between validation and dispatch.
 func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
+	// Every call ends inside RequestTimeout, so the leases of its in-flight
+	// slot and Idempotency-Key claim (longer) never lapse while it runs.
+	ctx, cancel := context.WithTimeout(x.r.Context(), RequestTimeout)
+	defer cancel()
+	x.r = x.r.WithContext(ctx)
 	res, rerr := p.cfg.Registry.Resolve(v1Path)
 	if rerr != nil {
 		x.fail(rerr)
@@ -55,6 +61,13 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 	call := &Call{RequestID: x.requestID, Endpoint: e, Params: validated, Principal: principal, Sandbox: sandbox, Request: x.r}
 	finish, handled := p.idempotency(x, call)
 	if handled {
+		return
+	}
+	if refusal := p.takeSlot(x, principal); refusal != nil {
+		if finish != nil {
+			finish() // frees the key: a 429 is worth retrying
+		}
+		x.fail(refusal)
 		return
 	}
 	p.dispatch(x, call)
@@ -156,7 +169,9 @@ func setDeprecationHeaders(h http.Header, e *registry.Endpoint) {
 	if d == nil {
 		return
 	}
-	h.Set("deprecation", "@"+strconv.FormatInt(d.Announced.Unix(), 10))
+	if !d.Announced.IsZero() {
+		h.Set("deprecation", "@"+strconv.FormatInt(d.Announced.Unix(), 10))
+	}
 	if !d.Sunset.IsZero() {
 		h.Set("sunset", d.Sunset.UTC().Format(http.TimeFormat))
 	}

@@ -37,7 +37,8 @@ func (p *Pipeline) dispatch(x *exchange, c *Call) {
 	}
 	cu := p.cacheUse(x, c)
 	if e.Kind == registry.Data && c.Params.DryRun {
-		p.succeed(x, c, p.dryRun(x, c, cu), 0, nil)
+		// No x-cache: the body's "cache" field is the snapshot.
+		p.succeedAs(x, c, p.dryRun(x, c, cu), 0, nil, "")
 		return
 	}
 	if cu.hit != nil {
@@ -181,6 +182,10 @@ func (p *Pipeline) reserveRefusal(x *exchange, err error) *envelope.Error {
 
 // succeed writes the success envelope with the credits this call used.
 func (p *Pipeline) succeed(x *exchange, c *Call, data any, used int64, remaining *int64) {
+	p.succeedAs(x, c, data, used, remaining, cacheMiss)
+}
+
+func (p *Pipeline) succeedAs(x *exchange, c *Call, data any, used int64, remaining *int64, cacheStatus string) {
 	s := p.success(x, c, data, used, remaining)
 	body, err := envelope.Marshal(s)
 	if err != nil {
@@ -188,7 +193,7 @@ func (p *Pipeline) succeed(x *exchange, c *Call, data any, used int64, remaining
 		x.fail(envelope.Internal())
 		return
 	}
-	p.write(x, s, body, "MISS")
+	p.write(x, s, body, cacheStatus)
 }
 
 func (p *Pipeline) success(x *exchange, c *Call, data any, used int64, remaining *int64) envelope.Success {
@@ -205,6 +210,8 @@ func (p *Pipeline) success(x *exchange, c *Call, data any, used int64, remaining
 }
 
 func (p *Pipeline) write(x *exchange, s envelope.Success, body []byte, cacheStatus string) {
-	x.w.Header().Set("x-cache", cacheStatus)
+	if cacheStatus != "" {
+		x.w.Header().Set("x-cache", cacheStatus)
+	}
 	envelope.WriteJSON(x.w, http.StatusOK, x.requestID, s.CreditsUsed, s.CreditsRemaining, body)
 }

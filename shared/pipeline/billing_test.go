@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -104,7 +105,7 @@ func newBilledOn(t *testing.T, s billedStore, credits int64, limit *int64, mutat
 		t.Fatal(err)
 	}
 	b.key = full
-	adapter := func(_ context.Context, c *Call) (any, *envelope.Error) {
+	adapter := func(ctx context.Context, c *Call) (any, *envelope.Error) {
 		b.calls.Add(1)
 		switch c.Params.Values["query"] {
 		case "fail":
@@ -113,6 +114,17 @@ func newBilledOn(t *testing.T, s billedStore, credits int64, limit *int64, mutat
 			panic("adapter bug")
 		case "gated":
 			<-b.gate
+		case "huge", "huge-compressible":
+			blob := make([]byte, 400<<10)
+			if c.Params.Values["query"] == "huge" {
+				_, _ = rand.Read(blob)
+				return map[string]any{"blob": blob}, nil // base64 of random bytes: does not compress
+			}
+			return map[string]any{"text": strings.Repeat("a", 400<<10)}, nil
+		case "deadline":
+			if _, ok := ctx.Deadline(); !ok {
+				return nil, envelope.New(envelope.InternalError, 500, "no deadline", nil)
+			}
 		case "nan":
 			return map[string]any{"score": math.NaN()}, nil // cannot be encoded as JSON
 		}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -37,7 +38,10 @@ type cacheUse struct {
 // no-store skips both.
 func (p *Pipeline) cacheUse(x *exchange, c *Call) cacheUse {
 	ttl := c.Endpoint.CacheFor()
-	if p.cfg.Cache == nil || ttl == 0 {
+	// exclude and fit return owner-bound recall references (spec 4.5):
+	// never shared across accounts.
+	ownerBound := c.Params.Values["exclude"] != "" || c.Params.Values["fit"] != ""
+	if p.cfg.Cache == nil || ttl == 0 || ownerBound {
 		return cacheUse{status: cacheOff}
 	}
 	sum := sha256.Sum256([]byte(c.Endpoint.Key() + "?" + c.Params.CacheKey()))
@@ -70,7 +74,9 @@ func (p *Pipeline) keep(x *exchange, cu cacheUse, raw []byte) {
 		return
 	}
 	now := p.cfg.Now()
-	if err := p.cfg.Cache.CachePut(x.r.Context(), cu.key, raw, now, now.Add(cu.ttl)); err != nil {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), billingTimeout)
+	defer cancel()
+	if err := p.cfg.Cache.CachePut(ctx, cu.key, raw, now, now.Add(cu.ttl)); err != nil {
 		p.cfg.Logger.Warn("cache write failed", "request_id", x.requestID, "error", err.Error())
 	}
 }

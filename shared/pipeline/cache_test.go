@@ -129,3 +129,16 @@ func testDryRunSnapshot(t *testing.T, newBilled billedFactory) {
 		t.Errorf("a call the key cannot pay: %v", d)
 	}
 }
+
+func TestOwnerBoundResultsAreNotShared(t *testing.T) {
+	b := newBilled(t, 100, nil)
+	for _, q := range []string{"exclude=engagement_bait", "fit=goal&goal=recipes"} {
+		b.call("/v1/microblog_b/search-posts?query=go&" + q)
+		if r := b.call("/v1/microblog_b/search-posts?query=go&" + q); r.header.Get("x-cache") != "MISS" {
+			t.Errorf("%s: owner-bound results are never cached: %s", q, r.header.Get("x-cache"))
+		}
+	}
+	if r := b.call("/v1/marketplace_a/search?query=a&dry_run=1"); r.header.Get("x-cache") != "" {
+		t.Errorf("a dry run reports the cache in its body only: %q", r.header.Get("x-cache"))
+	}
+}

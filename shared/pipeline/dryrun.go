@@ -12,7 +12,7 @@ type dryRunData struct {
 	Cache string `json:"cache"`
 	// CanPay says whether the key's credit_limit and the wallet would admit
 	// the call now; Refusal names the error type it would get otherwise.
-	CanPay           bool    `json:"can_pay"`
+	CanPay           *bool   `json:"can_pay"` // null when the balance could not be read
 	Refusal          *string `json:"refusal"`
 	CreditsRemaining *int64  `json:"credits_remaining"`
 	KeyCreditLimit   *int64  `json:"key_credit_limit"`
@@ -21,11 +21,13 @@ type dryRunData struct {
 
 func (p *Pipeline) dryRun(x *exchange, c *Call, cu cacheUse) dryRunData {
 	e := c.Endpoint
-	d := dryRunData{DryRun: true, CreditCost: e.Cost, EstimatedCredits: e.Cost, Cache: cu.status, CanPay: true}
+	d := dryRunData{DryRun: true, CreditCost: e.Cost, EstimatedCredits: e.Cost, Cache: cu.status}
 	if cu.hit != nil {
 		d.EstimatedCredits = 0
 	}
+	yes := true
 	if p.cfg.Store == nil {
+		d.CanPay = &yes // nothing is billed without a store
 		return d
 	}
 	ctx := x.r.Context()
@@ -40,7 +42,8 @@ func (p *Pipeline) dryRun(x *exchange, c *Call, cu cacheUse) dryRunData {
 		return d
 	}
 	d.CreditsRemaining, d.KeyCreditLimit, d.KeyCreditsUsed = &acct.CreditsRemaining, key.CreditLimit, &key.CreditsUsed
-	refuse := func(t string) { d.CanPay, d.Refusal = false, &t }
+	d.CanPay = &yes
+	refuse := func(t string) { no := false; d.CanPay, d.Refusal = &no, &t }
 	switch cost := d.EstimatedCredits; {
 	case cost == 0:
 	case key.CreditLimit != nil && key.CreditsUsed+cost > *key.CreditLimit:

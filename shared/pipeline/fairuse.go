@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -59,7 +60,10 @@ func (p *Pipeline) countFairUse(x *exchange, c *Call, fu *fairUse) {
 		return
 	}
 	attempts := int64(max(1, c.Attempts))
-	total, err := p.cfg.FairUse.AddFairUse(x.r.Context(), c.Principal.AccountID, c.Endpoint.Key(), attempts, p.cfg.Now())
+	// Detached: a caller who hangs up does not escape the count.
+	total, err := billingOp(x, func(ctx context.Context) (int64, error) {
+		return p.cfg.FairUse.AddFairUse(ctx, c.Principal.AccountID, c.Endpoint.Key(), attempts, p.cfg.Now())
+	})
 	if err != nil {
 		p.cfg.Logger.Warn("fair-use count not written", "request_id", x.requestID, "error", err.Error())
 		x.w.Header().Set("x-fairuse-degraded", "true")

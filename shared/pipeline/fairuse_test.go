@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -55,8 +56,12 @@ func testFairUseCeiling(t *testing.T, newBilled billedFactory) {
 	}
 	// The window rolls: 30 days later the ceiling has room again.
 	b.clock.Advance(store.FairUseWindow)
+	if r := b.call(profiles + "c"); r.code != 429 {
+		t.Errorf("an attempt counts for at least 30 days: %d", r.code)
+	}
+	b.clock.Advance(24 * time.Hour)
 	if r := b.call(profiles + "c"); r.code != 200 {
-		t.Errorf("after 30 days: %d", r.code)
+		t.Errorf("after 31 days: %d", r.code)
 	}
 	// Unmetered endpoints carry no fair-use headers.
 	if r := b.call("/v1/marketplace_a/search?query=a"); r.header.Get("x-fairuse-limit") != "" {
@@ -102,3 +107,22 @@ func TestFairUseDegraded(t *testing.T) {
 		t.Errorf("unmetered endpoints are unaffected: %d", r.code)
 	}
 }
+
+func TestFairUseCountsACallerWhoHangsUp(t *testing.T) {
+	b := meteredHarness(t, newBilled, func(c *Config) {
+		c.Handlers["web/social-profiles"] = func(_ context.Context, c *Call) (any, *envelope.Error) {
+			c.Request.Context().Value(cancelKey{}).(context.CancelFunc)() // the caller goes away mid-call
+			return map[string]any{}, nil
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	ctx = context.WithValue(ctx, cancelKey{}, cancel)
+	req := httptest.NewRequest("GET", "http://api.test"+profiles+"gone", nil).WithContext(ctx)
+	req.Header.Set("x-api-key", b.key)
+	b.p.ServeHTTP(httptest.NewRecorder(), req)
+	if used, _ := b.store.FairUseUsed(t.Context(), b.account.ID, "web/social-profiles", b.clock.Now()); used != 1 {
+		t.Errorf("the attempt is counted: %d", used)
+	}
+}
+
+type cancelKey struct{}

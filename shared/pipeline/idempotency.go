@@ -2,10 +2,13 @@ package pipeline
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -22,9 +25,18 @@ const (
 	// IdempotencyRetention is how long a stored outcome replays.
 	IdempotencyRetention = 24 * time.Hour
 	// idempotencyLease bounds how long a claim outlives a request that
-	// died mid-flight; it exceeds any request's own time limit.
+	// died mid-flight; it exceeds RequestTimeout, so it never lapses under
+	// a request still running.
 	idempotencyLease = 2 * time.Minute
+	// RequestTimeout bounds a call under /v1 (and its billing writes run
+	// after it within billingTimeout each); see serveAPI.
+	RequestTimeout = 90 * time.Second
 )
+
+// hasIdempotencyKey: the request asks for idempotent replay.
+func hasIdempotencyKey(x *exchange) bool {
+	return x.r.Method == http.MethodGet && strings.TrimSpace(x.r.Header.Get("idempotency-key")) != ""
+}
 
 // idempotency claims the request's Idempotency-Key. It answers the
 // request itself (replay, 409 in progress, 422 reused or too long) and
@@ -61,7 +73,7 @@ func (p *Pipeline) idempotency(x *exchange, c *Call) (finish func(), handled boo
 			map[string]any{"field": "Idempotency-Key", "reason": "idempotency_key_reused"}))
 		return nil, true
 	case !claimed && rec.State == store.IdemStored:
-		replay(x, rec)
+		p.replay(x, rec)
 		return nil, true
 	case !claimed:
 		x.fail(envelope.New(envelope.InvalidParameters, http.StatusConflict,
@@ -73,17 +85,46 @@ func (p *Pipeline) idempotency(x *exchange, c *Call) (finish func(), handled boo
 	return func() {
 		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), billingTimeout)
 		defer cancel()
-		status, body := x.w.status, x.w.capture.Bytes()
-		if worthRetrying(status) || len(body) > store.MaxCachedBytes {
-			err = p.cfg.Idempotency.ReleaseIdempotency(bg, c.Principal.AccountID, key, x.requestID)
-		} else {
+		status := x.w.status
+		if worthRetrying(status) {
+			if err := p.cfg.Idempotency.ReleaseIdempotency(bg, c.Principal.AccountID, key, x.requestID); err != nil {
+				p.cfg.Logger.Warn("idempotency key not freed; its lease will", "request_id", x.requestID, "error", err.Error())
+			}
+			return
+		}
+		// Bodies are kept gzip-compressed. One too large even so is kept as
+		// a marker: a retry is refused rather than run (and charged) again.
+		body := compress(x.w.capture.Bytes())
+		if len(body) > store.MaxCachedBytes {
+			status, body = 0, nil
+		}
+		for attempt := 0; attempt < 3; attempt++ {
 			err = p.cfg.Idempotency.CompleteIdempotency(bg, c.Principal.AccountID, key, x.requestID, status, body, p.cfg.Now().Add(IdempotencyRetention))
+			if err == nil || errors.Is(err, store.ErrNotFound) {
+				break
+			}
 		}
 		if err != nil {
 			// The claim lapses with its lease; a retry then runs again.
-			p.cfg.Logger.Warn("idempotency record not written", "request_id", x.requestID, "error", err.Error())
+			p.cfg.Logger.Error("idempotency record not written", "request_id", x.requestID, "error", err.Error())
 		}
 	}, false
+}
+
+func compress(b []byte) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write(b)
+	_ = zw.Close()
+	return buf.Bytes()
+}
+
+func decompress(b []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(io.LimitReader(zr, 64<<20))
 }
 
 // worthRetrying outcomes are not kept: a retry with the same key should
@@ -94,7 +135,15 @@ func worthRetrying(status int) bool {
 
 // replay answers with the stored status and body: no charge, no upstream
 // call. x-request-id names the original request, as the body does.
-func replay(x *exchange, rec store.IdempotencyRecord) {
+func (p *Pipeline) replay(x *exchange, rec store.IdempotencyRecord) {
+	body, err := decompress(rec.Body)
+	if rec.Status == 0 || err != nil {
+		x.fail(envelope.New(envelope.InvalidParameters, http.StatusUnprocessableEntity,
+			"The request with this Idempotency-Key completed, but its response was too large to keep for replay. It ran once; use a new key to run it again.",
+			map[string]any{"field": "Idempotency-Key", "reason": "idempotency_result_not_kept", "original_request_id": rec.RequestID}))
+		return
+	}
+	rec.Body = body
 	var original struct {
 		RequestID string `json:"request_id"`
 	}

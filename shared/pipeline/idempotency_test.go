@@ -31,7 +31,9 @@ func TestIdempotentConcurrentRequestsRunOnce(t *testing.T) {
 }
 
 func testIdempotentConcurrentRequestsRunOnce(t *testing.T, newBilled billedFactory) {
-	b := newBilled(t, 100, nil)
+	// Limits on, as in production: replays and 409s never wait for an
+	// in-flight slot.
+	b := newBilled(t, 100, nil, withLimits)
 	const n = 50
 	results := make(chan response, n)
 	var wg sync.WaitGroup
@@ -137,5 +139,29 @@ func TestIdempotencyStoreUnavailable(t *testing.T) {
 	r := b.withKey("/v1/marketplace_a/search?query=a", "k")
 	if r.code != 200 || r.header.Get("x-idempotency-status") != "unavailable" || b.calls.Load() != 1 {
 		t.Fatalf("%d %v", r.code, r.header)
+	}
+}
+
+func TestIdempotencyKeepsLargeOutcomes(t *testing.T) {
+	b := newBilled(t, 100, nil)
+	first := b.withKey("/v1/marketplace_a/search?query=huge-compressible", "big")
+	again := b.withKey("/v1/marketplace_a/search?query=huge-compressible", "big")
+	if first.code != 200 || again.raw != first.raw || again.header.Get("x-idempotent-replay") != "true" {
+		t.Fatalf("a large body that compresses replays: %d %v", again.code, again.header)
+	}
+	b.withKey("/v1/marketplace_a/search?query=huge", "bigger")
+	r := b.withKey("/v1/marketplace_a/search?query=huge", "bigger")
+	if r.code != 422 || r.details()["reason"] != "idempotency_result_not_kept" {
+		t.Fatalf("an outcome too large to keep: %d %.300s", r.code, r.raw)
+	}
+	if b.calls.Load() != 2 || b.debits(t) != 2 {
+		t.Errorf("neither large request ran twice: %d calls, %d charges", b.calls.Load(), b.debits(t))
+	}
+}
+
+func TestCallsRunUnderADeadline(t *testing.T) {
+	b := newBilled(t, 100, nil)
+	if r := b.call("/v1/marketplace_a/search?query=deadline"); r.code != 200 {
+		t.Errorf("the handler's context has a deadline shorter than the leases: %d %s", r.code, r.raw)
 	}
 }

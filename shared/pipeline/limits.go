@@ -6,37 +6,71 @@ import (
 
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/store"
 )
 
 // admit applies the per-key limits of spec 8 to an authenticated request,
 // before validation, so every routed request counts. An admitted request
 // gets the rate headers of spec 4.9; a refused one is 429 RATE_LIMITED
 // with the wait: until the oldest entry ages out of the window, or one
-// second for a full set of in-flight slots. A limits store that cannot be
+// second for a full set of in-flight slots. A request with an
+// Idempotency-Key takes its slot only once the key is claimed (takeSlot),
+// so replays and 409s never wait for one. A limits store that cannot be
 // reached admits the request (logged): an outage of the counter must not
 // take the API down with it.
 func (p *Pipeline) admit(x *exchange, who auth.Principal) *envelope.Error {
 	if p.cfg.Limits == nil || who.KeyID == "" {
 		return nil
 	}
-	a, err := p.cfg.Limits.Admit(x.r.Context(), who.KeyID, x.requestID, p.cfg.Now(), p.cfg.LimitRules)
+	slot := !hasIdempotencyKey(x)
+	a, err := p.cfg.Limits.Admit(x.r.Context(), who.KeyID, x.requestID, p.cfg.Now(), p.cfg.LimitRules, slot)
 	if err != nil {
 		p.cfg.Logger.Warn("limits store unavailable; admitted unlimited", "request_id", x.requestID, "error", err.Error())
+		// The write may have landed before the error: free what it may hold.
+		x.admitted = slot
 		return nil
 	}
-	switch a.Refused {
-	case "rate":
-		return rateLimited("rate_limit", a.RetryAfter, "More than "+strconv.Itoa(a.RateLimit)+" requests in the last minute for this key.")
-	case "concurrency":
-		return rateLimited("concurrency_limit", a.RetryAfter, "More than "+strconv.Itoa(a.Concurrency)+" requests in flight for this key.")
+	if refusal := limitRefusal(a); refusal != nil {
+		return refusal
 	}
-	x.admitted = true
+	x.admitted = slot
 	h := x.w.Header()
 	h.Set("x-ratelimit-limit", strconv.Itoa(a.RateLimit))
 	h.Set("x-ratelimit-remaining", strconv.Itoa(a.RateRemaining))
 	h.Set("x-ratelimit-reset", strconv.FormatInt(a.RateReset.Unix(), 10))
 	h.Set("x-concurrency-limit", strconv.Itoa(a.Concurrency))
 	h.Set("x-concurrency-remaining", strconv.Itoa(a.SlotsFree))
+	return nil
+}
+
+// takeSlot gives a request whose Idempotency-Key it just claimed its
+// in-flight slot.
+func (p *Pipeline) takeSlot(x *exchange, who auth.Principal) *envelope.Error {
+	if p.cfg.Limits == nil || who.KeyID == "" || x.admitted {
+		return nil
+	}
+	a, err := p.cfg.Limits.TakeSlot(x.r.Context(), who.KeyID, x.requestID, p.cfg.Now(), p.cfg.LimitRules)
+	x.admitted = true // on error too: the slot may have been written
+	if err != nil {
+		p.cfg.Logger.Warn("limits store unavailable; admitted unlimited", "request_id", x.requestID, "error", err.Error())
+		return nil
+	}
+	if refusal := limitRefusal(a); refusal != nil {
+		x.admitted = false
+		return refusal
+	}
+	x.w.Header().Set("x-concurrency-limit", strconv.Itoa(a.Concurrency))
+	x.w.Header().Set("x-concurrency-remaining", strconv.Itoa(a.SlotsFree))
+	return nil
+}
+
+func limitRefusal(a store.Admission) *envelope.Error {
+	switch a.Refused {
+	case "rate":
+		return rateLimited("rate_limit", a.RetryAfter, "More than "+strconv.Itoa(a.RateLimit)+" requests in the last minute for this key.")
+	case "concurrency":
+		return rateLimited("concurrency_limit", a.RetryAfter, "More than "+strconv.Itoa(a.Concurrency)+" requests in flight for this key.")
+	}
 	return nil
 }
 
@@ -48,7 +82,7 @@ func (p *Pipeline) release(x *exchange, who auth.Principal) {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), billingTimeout)
 	defer cancel()
-	if err := p.cfg.Limits.ReleaseSlot(ctx, who.KeyID, x.requestID, p.cfg.Now()); err != nil {
+	if err := p.cfg.Limits.ReleaseSlot(ctx, who.KeyID, x.requestID, p.cfg.Now(), p.cfg.LimitRules); err != nil {
 		p.cfg.Logger.Warn("slot release failed; its lease will free it", "request_id", x.requestID, "error", err.Error())
 	}
 }

@@ -33,14 +33,14 @@ func testRateLimitWindow(t *testing.T, newBilled billedFactory) {
 		if r.code == 200 {
 			admitted++
 			if r.header.Get("x-ratelimit-limit") != "600" || r.header.Get("x-ratelimit-remaining") != strconv.Itoa(600-admitted) ||
-				r.header.Get("x-ratelimit-reset") != strconv.FormatInt(start.Add(time.Minute).Unix(), 10) ||
+				r.header.Get("x-ratelimit-reset") != strconv.FormatInt(start.Add(61*time.Second).Unix(), 10) ||
 				r.header.Get("x-concurrency-limit") != "25" || r.header.Get("x-concurrency-remaining") != "24" {
 				t.Fatalf("request %d headers %v", i, r.header)
 			}
 			continue
 		}
 		checkEnvelope(t, r)
-		wait := int64(start.Add(time.Minute).Sub(b.clock.Now()).Seconds() + 0.999)
+		wait := int64(start.Add(61*time.Second).Sub(b.clock.Now()).Seconds() + 0.999)
 		if r.code != 429 || r.errorType() != "RATE_LIMITED" || r.details()["retry_after_seconds"] != float64(wait) ||
 			r.header.Get("retry-after") != strconv.FormatInt(wait, 10) {
 			t.Fatalf("request %d: %d %v %s (wait %d)", i, r.code, r.header, r.raw, wait)
@@ -108,7 +108,7 @@ func testConcurrencyLimit(t *testing.T, newBilled billedFactory) {
 	// A request whose process died holds its slot until the lease runs out.
 	limits := b.store.(store.Limits)
 	for i := 0; i < 25; i++ {
-		if _, err := limits.Admit(t.Context(), b.keyRec.ID, "req_dead"+strconv.Itoa(i), b.clock.Now(), store.DefaultLimits); err != nil {
+		if _, err := limits.Admit(t.Context(), b.keyRec.ID, "req_dead"+strconv.Itoa(i), b.clock.Now(), store.DefaultLimits, true); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -99,8 +99,18 @@ func New(cfg Config) *Pipeline {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.LimitRules == (store.LimitRules{}) {
-		cfg.LimitRules = store.DefaultLimits
+	r, d := &cfg.LimitRules, store.DefaultLimits
+	if r.Rate <= 0 {
+		r.Rate = d.Rate
+	}
+	if r.Window < time.Second {
+		r.Window = d.Window
+	}
+	if r.Concurrency <= 0 {
+		r.Concurrency = d.Concurrency
+	}
+	if r.Lease <= RequestTimeout {
+		r.Lease = d.Lease
 	}
 	handlers := map[string]Handler{}
 	for _, e := range cfg.Registry.Endpoints() {

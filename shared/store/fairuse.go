@@ -30,9 +30,11 @@ type DayCount struct {
 
 const day = 24 * time.Hour
 
-// Used totals the days inside the window ending at now, dropping older ones.
+// Used totals the days inside the window ending at now, dropping older
+// ones. Days are whole UTC days, kept until 30 days have passed since the
+// day ended, so an attempt counts for at least 30 days (at most 31).
 func (s *FairUseState) Used(now time.Time) int64 {
-	first := now.Add(-FairUseWindow).Unix()/int64(day/time.Second) + 1
+	first := now.Add(-FairUseWindow).Unix() / int64(day/time.Second)
 	keep := s.Days[:0]
 	var total int64
 	for _, d := range s.Days {

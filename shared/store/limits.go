@@ -34,11 +34,15 @@ type Admission struct {
 // Limits admits requests per key against a sliding window and in-flight
 // slots, shared by every instance.
 type Limits interface {
-	// Admit records requestID as a request of keyID at now, or refuses it
-	// (recording nothing) when the window or the slots are full.
-	Admit(ctx context.Context, keyID, requestID string, now time.Time, rules LimitRules) (Admission, error)
+	// Admit records requestID as a request of keyID at now and, with
+	// slot, gives it an in-flight slot; or refuses it (recording nothing)
+	// when the window, or the slots it asked for, are full.
+	Admit(ctx context.Context, keyID, requestID string, now time.Time, rules LimitRules, slot bool) (Admission, error)
+	// TakeSlot gives an admitted request its in-flight slot later (after
+	// its Idempotency-Key was claimed), or refuses it.
+	TakeSlot(ctx context.Context, keyID, requestID string, now time.Time, rules LimitRules) (Admission, error)
 	// ReleaseSlot frees the in-flight slot requestID holds.
-	ReleaseSlot(ctx context.Context, keyID, requestID string, now time.Time) error
+	ReleaseSlot(ctx context.Context, keyID, requestID string, now time.Time, rules LimitRules) error
 }
 
 // LimitState is one key's admissions: per-second counts of the sliding
@@ -62,10 +66,10 @@ type Slot struct {
 	LeaseUntil int64  `json:"l"` // Unix milliseconds
 }
 
-// Admit applies the rules at now and, when admitted, records the request.
-func (s *LimitState) Admit(requestID string, now time.Time, r LimitRules) Admission {
+// Admit applies the rules at now and, when admitted, records the request
+// in the window and, with slot, in an in-flight slot.
+func (s *LimitState) Admit(requestID string, now time.Time, r LimitRules, slot bool) Admission {
 	s.prune(now, r)
-	sec := now.Unix()
 	total := 0
 	for _, c := range s.Seconds {
 		total += c.Count
@@ -73,25 +77,40 @@ func (s *LimitState) Admit(requestID string, now time.Time, r LimitRules) Admiss
 	a := Admission{RateLimit: r.Rate, Concurrency: r.Concurrency}
 	windowSecs := int64(r.Window / time.Second)
 	switch {
-	case total >= r.Rate:
+	case total >= r.Rate && len(s.Seconds) > 0:
 		a.Refused = "rate"
-		reset := time.Unix(s.Seconds[0].Second+windowSecs, 0)
+		reset := s.reset(now, windowSecs)
 		a.RetryAfter, a.RateReset = reset.Sub(now), reset
 		return a
-	case len(s.Slots) >= r.Concurrency:
+	case slot && len(s.Slots) >= r.Concurrency:
 		a.Refused, a.RetryAfter = "concurrency", time.Second
 		a.RateRemaining, a.RateReset = r.Rate-total, s.reset(now, windowSecs)
 		return a
 	}
-	if n := len(s.Seconds); n > 0 && s.Seconds[n-1].Second == sec {
+	if sec, n := now.Unix(), len(s.Seconds); n > 0 && s.Seconds[n-1].Second == sec {
 		s.Seconds[n-1].Count++
 	} else {
 		s.Seconds = append(s.Seconds, SecondCount{Second: sec, Count: 1})
 	}
-	s.Slots = append(s.Slots, Slot{RequestID: requestID, LeaseUntil: now.Add(r.Lease).UnixMilli()})
 	a.Admitted = true
 	a.RateRemaining, a.RateReset = r.Rate-total-1, s.reset(now, windowSecs)
+	if slot {
+		s.Slots = append(s.Slots, Slot{RequestID: requestID, LeaseUntil: now.Add(r.Lease).UnixMilli()})
+	}
 	a.SlotsFree = r.Concurrency - len(s.Slots)
+	return a
+}
+
+// Take gives requestID an in-flight slot, or refuses with a one-second wait.
+func (s *LimitState) Take(requestID string, now time.Time, r LimitRules) Admission {
+	s.prune(now, r)
+	a := Admission{RateLimit: r.Rate, Concurrency: r.Concurrency}
+	if len(s.Slots) >= r.Concurrency {
+		a.Refused, a.RetryAfter = "concurrency", time.Second
+		return a
+	}
+	s.Slots = append(s.Slots, Slot{RequestID: requestID, LeaseUntil: now.Add(r.Lease).UnixMilli()})
+	a.Admitted, a.SlotsFree = true, r.Concurrency-len(s.Slots)
 	return a
 }
 
@@ -116,7 +135,7 @@ func (s *LimitState) Idle(now time.Time, r LimitRules) bool {
 func (s *LimitState) ExpiresAt(r LimitRules) time.Time {
 	var last int64
 	if n := len(s.Seconds); n > 0 {
-		last = (s.Seconds[n-1].Second + int64(r.Window/time.Second)) * 1000
+		last = (s.Seconds[n-1].Second + int64(r.Window/time.Second) + 1) * 1000
 	}
 	for _, slot := range s.Slots {
 		last = max(last, slot.LeaseUntil)
@@ -125,9 +144,11 @@ func (s *LimitState) ExpiresAt(r LimitRules) time.Time {
 }
 
 // prune drops seconds that left the window and slots whose lease ran out
-// (their request died without releasing).
+// (their request died without releasing). A second stays until a whole
+// window has passed since its last instant, so no request counts for less
+// than a window: a second S leaves at S+window+1.
 func (s *LimitState) prune(now time.Time, r LimitRules) {
-	oldest := now.Unix() - int64(r.Window/time.Second) // seconds <= oldest are out
+	oldest := now.Unix() - int64(r.Window/time.Second) - 1 // seconds <= oldest are out
 	sort.Slice(s.Seconds, func(i, j int) bool { return s.Seconds[i].Second < s.Seconds[j].Second })
 	keep := s.Seconds[:0]
 	for _, c := range s.Seconds {
@@ -145,9 +166,10 @@ func (s *LimitState) prune(now time.Time, r LimitRules) {
 	s.Slots = live
 }
 
+// reset is when the oldest counted second leaves the window.
 func (s *LimitState) reset(now time.Time, windowSecs int64) time.Time {
 	if len(s.Seconds) == 0 {
-		return time.Unix(now.Unix()+windowSecs, 0)
+		return time.Unix(now.Unix()+windowSecs+1, 0)
 	}
-	return time.Unix(s.Seconds[0].Second+windowSecs, 0)
+	return time.Unix(s.Seconds[0].Second+windowSecs+1, 0)
 }

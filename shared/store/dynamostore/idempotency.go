@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -59,8 +60,11 @@ func (s *Store) ClaimIdempotency(ctx context.Context, accountID, key, fingerprin
 	})
 	if failed, old := condFailed(err); failed {
 		holder, derr := decode[idemItem](old)
+		if derr == nil && holder == nil {
+			holder, derr = get[idemItem](ctx, s, it.PK, skIdem) // the failure carried no item
+		}
 		if derr != nil || holder == nil {
-			return store.IdempotencyRecord{}, false, derr
+			return store.IdempotencyRecord{}, false, errors.Join(errors.New("dynamostore: idempotency claim refused without a holder"), derr)
 		}
 		return holder.record(), false, nil
 	}

@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -33,18 +34,27 @@ type stateItem struct {
 	ExpiresAt int64  `dynamodbav:"expires_at"`
 }
 
-func (s *Store) Admit(ctx context.Context, keyID, requestID string, now time.Time, rules store.LimitRules) (store.Admission, error) {
+func (s *Store) Admit(ctx context.Context, keyID, requestID string, now time.Time, rules store.LimitRules, slot bool) (store.Admission, error) {
 	var a store.Admission
 	err := changeState(ctx, s, "limits#"+keyID, skLimits, func(st *store.LimitState) (bool, time.Time) {
-		a = st.Admit(requestID, now, rules)
+		a = st.Admit(requestID, now, rules, slot)
 		return a.Admitted, st.ExpiresAt(rules)
 	})
 	return a, err
 }
 
-func (s *Store) ReleaseSlot(ctx context.Context, keyID, requestID string, now time.Time) error {
+func (s *Store) TakeSlot(ctx context.Context, keyID, requestID string, now time.Time, rules store.LimitRules) (store.Admission, error) {
+	var a store.Admission
+	err := changeState(ctx, s, "limits#"+keyID, skLimits, func(st *store.LimitState) (bool, time.Time) {
+		a = st.Take(requestID, now, rules)
+		return a.Admitted, st.ExpiresAt(rules)
+	})
+	return a, err
+}
+
+func (s *Store) ReleaseSlot(ctx context.Context, keyID, requestID string, now time.Time, rules store.LimitRules) error {
 	return changeState(ctx, s, "limits#"+keyID, skLimits, func(st *store.LimitState) (bool, time.Time) {
-		return st.Release(requestID), st.ExpiresAt(store.DefaultLimits)
+		return st.Release(requestID), st.ExpiresAt(rules)
 	})
 }
 
@@ -108,7 +118,15 @@ func changeState[T any](ctx context.Context, s *Store, pk, sk string, change fun
 		if !failed {
 			return err
 		}
-		if item, err = decode[stateItem](old); err != nil {
+		if attempt >= maxStateAttempts {
+			return fmt.Errorf("dynamostore: %s stayed contended for %d attempts", pk, attempt+1)
+		}
+		if old == nil { // the failure carried no item: read it again
+			item, err = get[stateItem](ctx, s, pk, sk)
+		} else {
+			item, err = decode[stateItem](old)
+		}
+		if err != nil {
 			return err
 		}
 		if err := backoff(ctx, attempt); err != nil {
@@ -116,6 +134,10 @@ func changeState[T any](ctx context.Context, s *Store, pk, sk string, change fun
 		}
 	}
 }
+
+// maxStateAttempts bounds the optimistic retries on one counter; callers
+// treat the error as the store being unavailable.
+const maxStateAttempts = 64
 
 var (
 	_ store.Limits  = (*Store)(nil)

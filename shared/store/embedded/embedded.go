@@ -587,7 +587,15 @@ var _ store.Idempotency = (*Store)(nil)
 
 var bLimits = []byte("limits") // key id -> limit state
 
-func (s *Store) Admit(ctx context.Context, keyID, requestID string, now time.Time, rules store.LimitRules) (store.Admission, error) {
+func (s *Store) Admit(ctx context.Context, keyID, requestID string, now time.Time, rules store.LimitRules, slot bool) (store.Admission, error) {
+	return s.changeLimits(ctx, keyID, func(st *store.LimitState) store.Admission { return st.Admit(requestID, now, rules, slot) })
+}
+
+func (s *Store) TakeSlot(ctx context.Context, keyID, requestID string, now time.Time, rules store.LimitRules) (store.Admission, error) {
+	return s.changeLimits(ctx, keyID, func(st *store.LimitState) store.Admission { return st.Take(requestID, now, rules) })
+}
+
+func (s *Store) changeLimits(ctx context.Context, keyID string, change func(*store.LimitState) store.Admission) (store.Admission, error) {
 	var a store.Admission
 	err := s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bLimits)
@@ -595,7 +603,7 @@ func (s *Store) Admit(ctx context.Context, keyID, requestID string, now time.Tim
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
-		if a = st.Admit(requestID, now, rules); !a.Admitted {
+		if a = change(&st); !a.Admitted {
 			return nil
 		}
 		return put(b, []byte(keyID), st)
@@ -603,7 +611,7 @@ func (s *Store) Admit(ctx context.Context, keyID, requestID string, now time.Tim
 	return a, err
 }
 
-func (s *Store) ReleaseSlot(ctx context.Context, keyID, requestID string, now time.Time) error {
+func (s *Store) ReleaseSlot(ctx context.Context, keyID, requestID string, now time.Time, rules store.LimitRules) error {
 	return s.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bLimits)
 		st, err := get[store.LimitState](b, []byte(keyID))
@@ -613,7 +621,7 @@ func (s *Store) ReleaseSlot(ctx context.Context, keyID, requestID string, now ti
 		if err != nil {
 			return err
 		}
-		if st.Idle(now, store.DefaultLimits) {
+		if st.Idle(now, rules) {
 			return b.Delete([]byte(keyID))
 		}
 		return put(b, []byte(keyID), st)

@@ -1241,36 +1241,51 @@ func testRateWindow(t *testing.T, s store.Store) {
 	for i := 0; i < 700; i++ {
 		now := t0.Add(time.Duration(i) * 80 * time.Millisecond) // 700 requests inside 56 seconds
 		rid := unique("req_")
-		a, err := l.Admit(ctx, key, rid, now, rules)
+		a, err := l.Admit(ctx, key, rid, now, rules, true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if a.Admitted {
 			admitted++
-			if a.RateRemaining != rules.Rate-admitted || !a.RateReset.Equal(t0.Add(time.Minute)) || a.RateLimit != 600 {
+			if a.RateRemaining != rules.Rate-admitted || !a.RateReset.Equal(t0.Add(61*time.Second)) || a.RateLimit != 600 {
 				t.Fatalf("request %d: remaining %d reset %v", i, a.RateRemaining, a.RateReset)
 			}
-			if err := l.ReleaseSlot(ctx, key, rid, now); err != nil {
+			if err := l.ReleaseSlot(ctx, key, rid, now, rules); err != nil {
 				t.Fatal(err)
 			}
 			continue
 		}
-		if a.Refused != "rate" || a.RetryAfter != t0.Add(time.Minute).Sub(now) || a.RetryAfter <= 0 {
+		if a.Refused != "rate" || a.RetryAfter != t0.Add(61*time.Second).Sub(now) || a.RetryAfter <= 0 {
 			t.Fatalf("request %d: refused %q after %v", i, a.Refused, a.RetryAfter)
 		}
 	}
 	if admitted != 600 {
 		t.Fatalf("%d of 700 admitted in one minute, want 600", admitted)
 	}
-	if a, _ := l.Admit(ctx, other, unique("req_"), t0.Add(30*time.Second), rules); !a.Admitted {
+	if a, _ := l.Admit(ctx, other, unique("req_"), t0.Add(30*time.Second), rules, true); !a.Admitted {
 		t.Error("a second key is unaffected")
 	}
-	// The first second's entries age out exactly one window after it.
-	if a, _ := l.Admit(ctx, key, unique("req_"), t0.Add(time.Minute-time.Millisecond), rules); a.Admitted {
+	// The first second's entries age out a whole window after that second ends.
+	if a, _ := l.Admit(ctx, key, unique("req_"), t0.Add(61*time.Second-time.Millisecond), rules, true); a.Admitted {
 		t.Error("still inside the window")
 	}
-	if a, _ := l.Admit(ctx, key, unique("req_"), t0.Add(time.Minute), rules); !a.Admitted {
+	if a, _ := l.Admit(ctx, key, unique("req_"), t0.Add(61*time.Second), rules, true); !a.Admitted {
 		t.Error("the oldest entries aged out")
+	}
+	// No request counts for less than a window, whatever its fraction of a second.
+	key = unique("key_")
+	late := t0.Add(999 * time.Millisecond)
+	for i := 0; i < 600; i++ {
+		if a, _ := l.Admit(ctx, key, unique("req_"), late, rules, false); !a.Admitted {
+			t.Fatalf("request %d refused", i)
+		}
+	}
+	if a, _ := l.Admit(ctx, key, unique("req_"), t0.Add(time.Minute), rules, false); a.Admitted || a.RetryAfter != time.Second {
+		t.Errorf("59.001 s later the window is still full: %+v", a)
+	}
+	// A request admitted without a slot takes none.
+	if a, _ := l.Admit(ctx, unique("key_"), unique("req_"), t0, rules, false); !a.Admitted || a.SlotsFree != rules.Concurrency {
+		t.Errorf("without a slot: %+v", a)
 	}
 }
 
@@ -1287,7 +1302,7 @@ func testConcurrencySlots(t *testing.T, s store.Store) {
 		go func() {
 			defer wg.Done()
 			rid := unique("req_")
-			a, err := l.Admit(ctx, key, rid, now, rules)
+			a, err := l.Admit(ctx, key, rid, now, rules, true)
 			switch {
 			case err != nil:
 				t.Error(err)
@@ -1307,22 +1322,35 @@ func testConcurrencySlots(t *testing.T, s store.Store) {
 		t.Fatalf("%d admitted, %d refused; want 25 in flight at most", admitted.Load(), refused.Load())
 	}
 	first := <-ids
-	if err := l.ReleaseSlot(ctx, key, first, now); err != nil {
+	if err := l.ReleaseSlot(ctx, key, first, now, rules); err != nil {
 		t.Fatal(err)
 	}
-	a, _ := l.Admit(ctx, key, unique("req_"), now, rules)
+	a, _ := l.Admit(ctx, key, unique("req_"), now, rules, true)
 	if !a.Admitted || a.SlotsFree != 0 {
 		t.Errorf("a released slot is free again: %+v", a)
 	}
-	if a, _ := l.Admit(ctx, key, unique("req_"), now.Add(rules.Lease-time.Millisecond), rules); a.Admitted {
+	if a, _ := l.Admit(ctx, key, unique("req_"), now.Add(rules.Lease-time.Millisecond), rules, true); a.Admitted {
 		t.Error("leases still hold")
 	}
 	// Requests that died without releasing: their slots come back after the lease.
-	if a, _ := l.Admit(ctx, key, unique("req_"), now.Add(rules.Lease), rules); !a.Admitted || a.SlotsFree != 24 {
+	if a, _ := l.Admit(ctx, key, unique("req_"), now.Add(rules.Lease), rules, true); !a.Admitted || a.SlotsFree != 24 {
 		t.Errorf("after the lease: %+v", a)
 	}
-	if err := l.ReleaseSlot(ctx, key, "req_unknown", now); err != nil {
+	if err := l.ReleaseSlot(ctx, key, "req_unknown", now, rules); err != nil {
 		t.Errorf("releasing nothing is fine: %v", err)
+	}
+	// A slot taken later (after an Idempotency-Key claim) obeys the same cap.
+	key = unique("key_")
+	for i := 0; i < rules.Concurrency; i++ {
+		if a, _ := l.TakeSlot(ctx, key, unique("req_"), now, rules); !a.Admitted {
+			t.Fatalf("slot %d refused", i)
+		}
+	}
+	if a, _ := l.TakeSlot(ctx, key, unique("req_"), now, rules); a.Admitted || a.Refused != "concurrency" || a.RetryAfter != time.Second {
+		t.Errorf("a 26th slot: %+v", a)
+	}
+	if a, _ := l.Admit(ctx, key, unique("req_"), now, rules, false); !a.Admitted {
+		t.Error("full slots do not refuse a request that takes none")
 	}
 }
 
@@ -1355,11 +1383,11 @@ func testFairUse(t *testing.T, s store.Store) {
 	if add(5, day0) != 5 || add(2, day0.Add(time.Hour)) != 7 || add(3, day0.AddDate(0, 0, 10)) != 10 {
 		t.Fatal("totals")
 	}
-	if u := used(day0.AddDate(0, 0, 29)); u != 10 {
-		t.Errorf("inside 30 days: %d", u)
+	if u := used(day0.AddDate(0, 0, 30)); u != 10 {
+		t.Errorf("an attempt counts for at least 30 days: %d", u)
 	}
-	if u := used(day0.AddDate(0, 0, 30)); u != 3 {
-		t.Errorf("day 0 rolled out after 30 days: %d", u)
+	if u := used(day0.AddDate(0, 0, 31)); u != 3 {
+		t.Errorf("day 0 rolled out after 31 days: %d", u)
 	}
 	if u := used(day0.AddDate(0, 0, 41)); u != 0 {
 		t.Errorf("all rolled out: %d", u)
