@@ -118,6 +118,9 @@ func New(cfg Config) *Pipeline {
 			handlers[e.Key()] = indexHandler(cfg.Registry)
 		}
 	}
+	for k, h := range discoveryHandlers(cfg.Registry) {
+		handlers[k] = h
+	}
 	if cfg.Store != nil {
 		handlers["credits/balance"] = balanceHandler(cfg.Store)
 		handlers["credits/transactions"] = transactionsHandler(cfg.Store)

@@ -1,0 +1,322 @@
+package pipeline
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/registry"
+)
+
+// The discovery endpoints of spec 4.2, all free, all read from the registry.
+
+// Raw is handler data written as is (not in the envelope), e.g. markdown.
+type Raw struct {
+	ContentType string
+	Body        []byte
+}
+
+// exampleRequest is a ready-to-run request for an endpoint.
+type exampleRequest struct {
+	Method  string            `json:"method"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+	Curl    string            `json:"curl"`
+}
+
+const keyPlaceholder = "YOUR_API_KEY"
+
+func discoveryHandlers(reg *registry.Registry) map[string]Handler {
+	return map[string]Handler{
+		"utility/endpoints": func(_ context.Context, c *Call) (any, *envelope.Error) {
+			items := []registry.Entry{}
+			for _, e := range catalogue(reg, c.Params.Values["platform"]) {
+				if m := c.Params.Values["method"]; m != "" && e.HTTPMethod() != m {
+					continue
+				}
+				if q := strings.ToLower(c.Params.Values["search"]); q != "" &&
+					!strings.Contains(strings.ToLower(e.Key()+" "+e.Name+" "+e.Description), q) {
+					continue
+				}
+				items = append(items, e.Entry())
+			}
+			return map[string]any{"items": items, "count": len(items)}, nil
+		},
+		"utility/endpoint": func(_ context.Context, c *Call) (any, *envelope.Error) {
+			e, err := lookupEndpoint(reg, c.Params.Values["id"], c.Params.Values["url"])
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{"endpoint": e.Entry(), "request": example(e, baseURL(c.Request))}, nil
+		},
+		"utility/quickstart": func(_ context.Context, c *Call) (any, *envelope.Error) {
+			e := quickstart(reg, c.Params.Values["platform"])
+			if e == nil {
+				return nil, envelope.New(envelope.ResourceNotFound, http.StatusNotFound,
+					"No data endpoint on this platform.", map[string]any{"platform": c.Params.Values["platform"]})
+			}
+			return map[string]any{
+				"endpoint": e.Entry(),
+				"request":  example(e, baseURL(c.Request)),
+				"response": exampleEnvelope(e),
+				"next":     "GET /v1/utility/endpoints lists every endpoint; add dry_run=1 to any data call for a free estimate.",
+			}, nil
+		},
+		"utility/llms": func(_ context.Context, c *Call) (any, *envelope.Error) {
+			doc := llmsCatalogue(reg, c.Params.Values["platform"], baseURL(c.Request))
+			if c.Params.Values["format"] == "json" {
+				return doc, nil
+			}
+			return Raw{ContentType: "text/markdown; charset=utf-8", Body: []byte(doc.markdown())}, nil
+		},
+	}
+}
+
+// catalogue lists the live endpoints a catalogue shows: data and service
+// endpoints, not the derived platform indexes, optionally of one platform.
+func catalogue(reg *registry.Registry, platform string) []*registry.Endpoint {
+	var out []*registry.Endpoint
+	for _, e := range reg.Live() {
+		if e.Origin == registry.Derived || (platform != "" && e.Platform != platform) {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// lookupEndpoint finds an endpoint by platform/endpoint id or by a URL or
+// path of a call to it (resolved as spec 4.1 resolves paths).
+func lookupEndpoint(reg *registry.Registry, id, rawURL string) (*registry.Endpoint, *envelope.Error) {
+	if id != "" {
+		if e, ok := reg.Endpoint(strings.Trim(id, "/")); ok && !e.Retired() {
+			return e, nil
+		}
+		return nil, envelope.New(envelope.ResourceNotFound, http.StatusNotFound,
+			"No endpoint has this id; GET /v1/utility/endpoints lists them.", map[string]any{"id": id})
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, envelope.New(envelope.InvalidParameters, http.StatusUnprocessableEntity,
+			"url is not a URL or path.", map[string]any{"field": "url", "reason": "invalid_url"})
+	}
+	path := u.EscapedPath()
+	if rest, ok := strings.CutPrefix(path, "/sandbox"); ok {
+		path = "/v1" + rest
+	}
+	res, rerr := reg.Resolve(path)
+	if rerr != nil {
+		return nil, envelope.New(envelope.ResourceNotFound, http.StatusNotFound,
+			"No endpoint answers this URL.", map[string]any{"url": rawURL, "reason": rerr.Details["reason"]})
+	}
+	return res.Endpoint, nil
+}
+
+// example builds a ready-to-run request from the declared examples: every
+// required parameter and the first member of each any-of group.
+func example(e *registry.Endpoint, base string) exampleRequest {
+	q := url.Values{}
+	for _, p := range e.Accepted() {
+		if p.Required && !inTemplate(e, p.Name) {
+			q.Set(p.Name, exampleValue(p))
+		}
+	}
+	for _, group := range e.AnyOf {
+		if p, ok := e.Lookup(group[0]); ok {
+			q.Set(p.Name, exampleValue(p))
+		}
+	}
+	path := e.Path()
+	for _, p := range e.Accepted() {
+		path = strings.ReplaceAll(path, "{"+p.Name+"}", url.PathEscape(exampleValue(p)))
+	}
+	target := base + path
+	if len(q) > 0 {
+		target += "?" + q.Encode()
+	}
+	curl := "curl -s '" + target + "' -H 'x-api-key: " + keyPlaceholder + "'"
+	if e.HTTPMethod() != http.MethodGet {
+		curl = "curl -s -X " + e.HTTPMethod() + " '" + target + "' -H 'x-api-key: " + keyPlaceholder + "' -H 'content-type: application/json' -d '{\"requests\":[]}'"
+	}
+	return exampleRequest{Method: e.HTTPMethod(), URL: target, Headers: map[string]string{"x-api-key": keyPlaceholder}, Curl: curl}
+}
+
+func inTemplate(e *registry.Endpoint, name string) bool {
+	return strings.Contains(e.ID, "{"+name+"}")
+}
+
+func exampleValue(p *registry.Param) string {
+	switch {
+	case p.Example != "":
+		return p.Example
+	case p.Default != "":
+		return p.Default
+	case len(p.Enum) > 0:
+		return p.Enum[0]
+	case p.Type == registry.Integer || p.Type == registry.Number:
+		if p.Min != nil {
+			return strconv.FormatFloat(*p.Min, 'f', -1, 64)
+		}
+		return "1"
+	case p.Type == registry.Boolean:
+		return "true"
+	case p.Type == registry.Date:
+		return "2026-12-01"
+	case p.Type == registry.URL:
+		return "https://example.com/"
+	}
+	return "example"
+}
+
+// quickstart picks the cheapest data endpoint (of a platform), preferring
+// paid ones with simple requests, so the first call shows a real charge.
+func quickstart(reg *registry.Registry, platform string) *registry.Endpoint {
+	var best *registry.Endpoint
+	for _, e := range catalogue(reg, platform) {
+		if e.Kind != registry.Data || e.Streams {
+			continue
+		}
+		if best == nil || rank(e) < rank(best) {
+			best = e
+		}
+	}
+	return best
+}
+
+func rank(e *registry.Endpoint) int64 {
+	cost := e.Cost
+	if cost == 0 {
+		cost = 1_000 // free endpoints show no billing; keep them last
+	}
+	required := 0
+	for _, p := range e.Params {
+		if p.Required {
+			required++
+		}
+	}
+	return cost*100 + int64(required)
+}
+
+// exampleEnvelope is the success envelope the quickstart request returns.
+func exampleEnvelope(e *registry.Endpoint) map[string]any {
+	return map[string]any{
+		"success":           true,
+		"platform":          e.Platform,
+		"endpoint":          e.Path(),
+		"data":              map[string]any{},
+		"credits_used":      e.Cost,
+		"credits_remaining": 1000 - e.Cost,
+		"request_id":        "req_0194f1a2b3c4d5e6f708192a3b4c5d6e",
+		"cached":            false,
+	}
+}
+
+// baseURL is the deployment as the caller reached it.
+func baseURL(r *http.Request) string {
+	proto := strings.ToLower(strings.TrimSpace(strings.Split(r.Header.Get("x-forwarded-proto"), ",")[0]))
+	if proto != "http" && proto != "https" {
+		proto = "http"
+		if r.TLS != nil || r.URL.Scheme == "https" {
+			proto = "https"
+		}
+	}
+	ref := envelope.ErrorsReference(proto, r.Host)
+	return strings.TrimSuffix(ref, "/docs/errors")
+}
+
+// llmsDoc is the whole catalogue for an agent (GET /v1/utility/llms).
+type llmsDoc struct {
+	BaseURL    string           `json:"base_url"`
+	Auth       map[string]any   `json:"auth"`
+	Envelopes  map[string]any   `json:"envelopes"`
+	ErrorTypes []map[string]any `json:"error_types"`
+	Endpoints  []registry.Entry `json:"endpoints"`
+}
+
+func llmsCatalogue(reg *registry.Registry, platform, base string) llmsDoc {
+	doc := llmsDoc{
+		BaseURL: base + "/v1",
+		Auth: map[string]any{
+			"header": "x-api-key: <API_KEY>",
+			"bearer": "Authorization: Bearer <API_KEY> on GET requests under /v1 and /sandbox and on /mcp",
+			"never":  "api_key in the query string is refused",
+		},
+		Envelopes: map[string]any{
+			"success": []string{"success (true)", "platform", "endpoint", "data", "credits_used", "credits_remaining", "request_id", "cached"},
+			"error":   []string{"success (false)", "error.type", "error.message", "error.status", "error.doc_url", "error.details", "credits_used (0)", "request_id"},
+		},
+	}
+	for _, t := range envelope.Roster {
+		doc.ErrorTypes = append(doc.ErrorTypes, map[string]any{"type": t.Type, "statuses": t.Statuses, "condition": t.Condition})
+	}
+	for _, e := range catalogue(reg, platform) {
+		doc.Endpoints = append(doc.Endpoints, e.Entry())
+	}
+	sort.SliceStable(doc.Endpoints, func(i, j int) bool { return doc.Endpoints[i].ID < doc.Endpoints[j].ID })
+	return doc
+}
+
+func (d llmsDoc) markdown() string {
+	var b strings.Builder
+	w := func(s ...string) {
+		for _, x := range s {
+			b.WriteString(x)
+		}
+		b.WriteString("\n")
+	}
+	w("# Meridian API")
+	w()
+	w("Public data from many platforms in one JSON envelope. Successful data calls spend credits; failures cost 0.")
+	w()
+	w("- Base URL: ", d.BaseURL)
+	w("- Auth: header `x-api-key: <API_KEY>` (Bearer only on GET requests under /v1 and /sandbox and on /mcp; never `api_key` in the query)")
+	w("- Data calls: `GET {base}/{platform}/{endpoint}?params`; add `dry_run=1` for a free estimate")
+	w()
+	w("## Envelopes")
+	w()
+	w("Success: `{\"success\": true, \"platform\", \"endpoint\", \"data\", \"credits_used\", \"credits_remaining\", \"request_id\", \"cached\"}`")
+	w()
+	w("Error: `{\"success\": false, \"error\": {\"type\", \"message\", \"status\", \"doc_url\", \"details\"}, \"credits_used\": 0, \"request_id\"}` — branch on `error.type`.")
+	w()
+	w("## Error types")
+	w()
+	for _, t := range d.ErrorTypes {
+		statuses := []string{}
+		for _, s := range t["statuses"].([]int) {
+			statuses = append(statuses, strconv.Itoa(s))
+		}
+		if len(statuses) == 0 {
+			statuses = []string{"never emitted"}
+		}
+		w("- `", string(t["type"].(envelope.Type)), "` (", strings.Join(statuses, ", "), "): ", t["condition"].(string))
+	}
+	w()
+	w("## Endpoints")
+	for _, e := range d.Endpoints {
+		w()
+		w("### ", e.Method, " /v1/", e.ID, " (", strconv.FormatInt(e.CreditCost, 10), " credits)")
+		w()
+		w(e.Description)
+		for _, p := range e.Params {
+			line := "- `" + p.Name + "` (" + p.Type
+			if p.Required {
+				line += ", required"
+			}
+			if len(p.Enum) > 0 {
+				line += ", one of " + strings.Join(p.Enum, "|")
+			}
+			if p.Default != "" {
+				line += ", default " + p.Default
+			}
+			w(line, "): ", p.Description)
+		}
+		for _, g := range e.OneOf {
+			w("- at least one of: ", strings.Join(g, ", "))
+		}
+	}
+	return b.String()
+}
