@@ -44,11 +44,14 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 		x.fail(aerr)
 		return
 	}
-	if refusal := p.admit(x, principal); refusal != nil {
-		x.fail(refusal)
-		return
+	// A batch wrapper is not admitted itself: its items are, one by one.
+	if e.Platform != "batch" {
+		if refusal := p.admit(x, principal); refusal != nil {
+			x.fail(refusal)
+			return
+		}
+		defer p.release(x, principal)
 	}
-	defer p.release(x, principal)
 	if qerr != nil {
 		x.fail(qerr)
 		return

@@ -90,10 +90,9 @@ func (p *Pipeline) dispatch(x *exchange, c *Call) {
 // settles the charge, keeps the data in the cache and writes the envelope.
 func (p *Pipeline) deliver(x *exchange, c *Call, data any, used int64, remaining *int64, cu cacheUse, charge *store.Charge) {
 	if r, ok := data.(Raw); ok && charge == nil {
-		// A document (e.g. markdown for agents), not an envelope; the
-		// request id and the (zero) charge still travel as headers.
+		// A document (markdown for agents, a batch wrapper), not an
+		// envelope; the request id still travels as a header.
 		x.w.Header().Set("content-type", r.ContentType)
-		x.w.Header().Set("x-credits-used", "0")
 		x.w.WriteHeader(http.StatusOK)
 		_, _ = x.w.Write(r.Body)
 		return

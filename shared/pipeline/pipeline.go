@@ -129,7 +129,11 @@ func New(cfg Config) *Pipeline {
 		handlers[k] = h
 	}
 	cfg.Handlers = handlers
-	return &Pipeline{cfg: cfg, routes: cfg.Registry.Routes()}
+	p := &Pipeline{cfg: cfg, routes: cfg.Registry.Routes()}
+	if _, set := handlers["batch"]; !set {
+		handlers["batch"] = p.batch
+	}
+	return p
 }
 
 // exchange is one request in flight: what the log line and the envelope need.
@@ -150,6 +154,12 @@ type exchange struct {
 }
 
 func (p *Pipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.serve(w, r, p.route)
+}
+
+// serve runs one request (or batch item) with its own request id, a
+// recovered panic as INTERNAL_ERROR and one log line.
+func (p *Pipeline) serve(w http.ResponseWriter, r *http.Request, handle func(*exchange)) {
 	start := p.cfg.Now()
 	x := &exchange{w: &statusWriter{ResponseWriter: w}, r: r, requestID: envelope.NewRequestID()}
 	x.docBase = p.errorsURL(r)
@@ -163,7 +173,7 @@ func (p *Pipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		p.logRequest(x, start)
 	}()
-	p.route(x)
+	handle(x)
 }
 
 // route sends a request to the part of the pipeline that owns its path.

@@ -1,0 +1,224 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/meridian-data/meridian/shared/envelope"
+)
+
+// Batch limits (spec 4.3, 8).
+const (
+	MaxBatchItems = 20
+	// MaxBatchBody bounds the batch body: twenty items with generous
+	// parameters fit well inside it.
+	MaxBatchBody = 256 << 10
+)
+
+type batchItem struct {
+	Platform string                     `json:"platform"`
+	Endpoint string                     `json:"endpoint"`
+	Params   map[string]json.RawMessage `json:"params"`
+}
+
+// batch runs up to 20 requests independently and concurrently, each
+// through the whole pipeline (admission, validation, cache, billing) with
+// its own request id; one item's failure touches only that item. The
+// wrapper (spec 2.3) costs nothing and has no request_id of its own.
+// Idempotency-Key and Cache-Control are not forwarded to items.
+func (p *Pipeline) batch(_ context.Context, c *Call) (any, *envelope.Error) {
+	items, err := readBatch(c.Request)
+	if err != nil {
+		return nil, err
+	}
+	results := make([]json.RawMessage, len(items))
+	statuses := make([]int, len(items))
+	var wg sync.WaitGroup
+	for i, it := range items {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			statuses[i], results[i] = p.runItem(c.Request, i, it)
+		}()
+	}
+	wg.Wait()
+	return Raw{ContentType: "application/json", Body: batchWrapper(results, statuses)}, nil
+}
+
+func readBatch(r *http.Request) ([]batchItem, *envelope.Error) {
+	if r.Body == nil {
+		return nil, malformedBatch("The body is empty.")
+	}
+	raw, err := io.ReadAll(io.LimitReader(r.Body, MaxBatchBody+1))
+	if err != nil {
+		return nil, malformedBatch("The body could not be read.")
+	}
+	if len(raw) > MaxBatchBody {
+		return nil, envelope.New(envelope.InvalidParameters, http.StatusRequestEntityTooLarge,
+			"The batch body is larger than "+strconv.Itoa(MaxBatchBody)+" bytes.",
+			map[string]any{"reason": "body_too_large", "max_bytes": MaxBatchBody})
+	}
+	var body struct {
+		Requests []json.RawMessage `json:"requests"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&body); err != nil || dec.Decode(&struct{}{}) != io.EOF || body.Requests == nil {
+		return nil, malformedBatch(`The body must be a JSON object {"requests": [{"platform", "endpoint", "params"}]}.`)
+	}
+	if len(body.Requests) > MaxBatchItems {
+		return nil, envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
+			"A batch holds at most "+strconv.Itoa(MaxBatchItems)+" requests.",
+			map[string]any{"reason": "too_many_requests", "max": MaxBatchItems, "count": len(body.Requests)})
+	}
+	if len(body.Requests) == 0 {
+		return nil, malformedBatch("requests lists no request.")
+	}
+	items := make([]batchItem, len(body.Requests))
+	for i, rawItem := range body.Requests {
+		d := json.NewDecoder(bytes.NewReader(rawItem))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&items[i]); err != nil || items[i].Platform == "" {
+			e := malformedBatch("requests[" + strconv.Itoa(i) + "] must be {\"platform\", \"endpoint\", \"params\"}.")
+			e.Details["index"] = i
+			return nil, e
+		}
+		for name, v := range items[i].Params {
+			if _, ok := scalar(v); !ok {
+				e := malformedBatch("requests[" + strconv.Itoa(i) + "].params." + name + " must be a string, number or boolean.")
+				e.Details["index"] = i
+				return nil, e
+			}
+		}
+	}
+	return items, nil
+}
+
+func malformedBatch(message string) *envelope.Error {
+	return envelope.New(envelope.InvalidParameters, http.StatusBadRequest, message, map[string]any{"reason": "malformed_body"})
+}
+
+// scalar renders a JSON string, number or boolean as a query value.
+func scalar(v json.RawMessage) (string, bool) {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s, true
+	}
+	var n json.Number
+	if json.Unmarshal(v, &n) == nil {
+		return n.String(), true
+	}
+	var b bool
+	if json.Unmarshal(v, &b) == nil {
+		return strconv.FormatBool(b), true
+	}
+	return "", false
+}
+
+// runItem runs one item as the GET it stands for, with the batch's key and
+// client, and returns its status and result entry (index and status, then
+// the item's own envelope).
+func (p *Pipeline) runItem(parent *http.Request, index int, it batchItem) (int, json.RawMessage) {
+	path := "/v1/" + url.PathEscape(it.Platform)
+	for _, seg := range strings.Split(it.Endpoint, "/") {
+		if seg != "" {
+			path += "/" + url.PathEscape(seg)
+		}
+	}
+	q := url.Values{}
+	for name, v := range it.Params {
+		s, _ := scalar(v)
+		q.Set(name, s)
+	}
+	req, err := http.NewRequestWithContext(parent.Context(), http.MethodGet, path+"?"+q.Encode(), nil)
+	if err != nil {
+		status, body := http.StatusBadRequest, []byte(`{"success":false}`)
+		return status, entry(index, status, body)
+	}
+	req.Host, req.RemoteAddr = parent.Host, parent.RemoteAddr
+	for _, h := range []string{"x-api-key", "x-forwarded-proto", "x-forwarded-for"} {
+		if v := parent.Header.Get(h); v != "" {
+			req.Header.Set(h, v)
+		}
+	}
+	rec := &itemRecorder{header: http.Header{}}
+	p.serve(rec, req, func(x *exchange) { p.serveAPI(x, x.r.URL.EscapedPath(), false) })
+	return rec.status, entry(index, rec.status, bytes.TrimSpace(rec.body.Bytes()))
+}
+
+// entry prefixes an item's envelope with its index and status.
+func entry(index, status int, envelopeJSON []byte) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteString(`{"index":` + strconv.Itoa(index) + `,"status":` + strconv.Itoa(status))
+	if len(envelopeJSON) > 2 && envelopeJSON[0] == '{' {
+		b.WriteByte(',')
+		b.Write(envelopeJSON[1:])
+	} else {
+		b.WriteByte('}')
+	}
+	return b.Bytes()
+}
+
+// batchWrapper is spec 2.3: counts, the sum of credits used, the lowest
+// balance any item observed, and the results in order.
+func batchWrapper(results []json.RawMessage, statuses []int) []byte {
+	type itemCredits struct {
+		CreditsUsed      *int64 `json:"credits_used"`
+		CreditsRemaining *int64 `json:"credits_remaining"`
+	}
+	var used int64
+	var lowest *int64
+	succeeded := 0
+	for i, r := range results {
+		if statuses[i] >= 200 && statuses[i] < 300 {
+			succeeded++
+		}
+		var ic itemCredits
+		if json.Unmarshal(r, &ic) != nil {
+			continue
+		}
+		if ic.CreditsUsed != nil {
+			used += *ic.CreditsUsed
+		}
+		if ic.CreditsRemaining != nil && (lowest == nil || *ic.CreditsRemaining < *lowest) {
+			lowest = ic.CreditsRemaining
+		}
+	}
+	wrapper := struct {
+		Success          bool              `json:"success"`
+		Count            int               `json:"count"`
+		Succeeded        int               `json:"succeeded"`
+		Failed           int               `json:"failed"`
+		CreditsUsed      int64             `json:"credits_used"`
+		CreditsRemaining *int64            `json:"credits_remaining,omitempty"`
+		Results          []json.RawMessage `json:"results"`
+	}{true, len(results), succeeded, len(results) - succeeded, used, lowest, results}
+	body, _ := envelope.Marshal(wrapper)
+	return body
+}
+
+// itemRecorder captures one item's response.
+type itemRecorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *itemRecorder) Header() http.Header { return r.header }
+func (r *itemRecorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+func (r *itemRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.body.Write(b)
+}
