@@ -45,7 +45,8 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 		return
 	}
 	// A batch wrapper is not admitted itself: its items are, one by one.
-	if e.Platform != "batch" {
+	metered := e.Platform != "batch"
+	if metered {
 		if refusal := p.admit(x, principal); refusal != nil {
 			x.fail(refusal)
 			return
@@ -66,7 +67,7 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 	if handled {
 		return
 	}
-	if refusal := p.takeSlot(x, principal); refusal != nil {
+	if refusal := p.takeSlotIf(metered, x, principal); refusal != nil {
 		if finish != nil {
 			finish() // frees the key: a 429 is worth retrying
 		}

@@ -138,8 +138,8 @@ func (p *Pipeline) runItem(parent *http.Request, index int, it batchItem) (int, 
 	}
 	req, err := http.NewRequestWithContext(parent.Context(), http.MethodGet, path+"?"+q.Encode(), nil)
 	if err != nil {
-		status, body := http.StatusBadRequest, []byte(`{"success":false}`)
-		return status, entry(index, status, body)
+		return itemFailure(index, p.errorsURL(parent), envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
+			"This item cannot be made into a request.", map[string]any{"reason": "malformed_item"}))
 	}
 	req.Host, req.RemoteAddr = parent.Host, parent.RemoteAddr
 	for _, h := range []string{"x-api-key", "x-forwarded-proto", "x-forwarded-for"} {
@@ -149,7 +149,20 @@ func (p *Pipeline) runItem(parent *http.Request, index int, it batchItem) (int, 
 	}
 	rec := &itemRecorder{header: http.Header{}}
 	p.serve(rec, req, func(x *exchange) { p.serveAPI(x, x.r.URL.EscapedPath(), false) })
-	return rec.status, entry(index, rec.status, bytes.TrimSpace(rec.body.Bytes()))
+	body := bytes.TrimSpace(rec.body.Bytes())
+	if !strings.HasPrefix(rec.header.Get("content-type"), "application/json") || !json.Valid(body) {
+		// A document (utility/llms markdown) has no envelope to return.
+		return itemFailure(index, p.errorsURL(parent), envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
+			"This item answers a document, not JSON; ask for JSON (e.g. format=json) in a batch.",
+			map[string]any{"reason": "not_batchable"}))
+	}
+	return rec.status, entry(index, rec.status, body)
+}
+
+// itemFailure is an item refused by the batch itself, in the error envelope.
+func itemFailure(index int, docBase string, e *envelope.Error) (int, json.RawMessage) {
+	body, _ := envelope.Marshal(envelope.NewFailure(e, envelope.NewRequestID(), docBase))
+	return e.Status, entry(index, e.Status, bytes.TrimSpace(body))
 }
 
 // entry prefixes an item's envelope with its index and status.
@@ -199,6 +212,7 @@ func batchWrapper(results []json.RawMessage, statuses []int) []byte {
 		CreditsRemaining *int64            `json:"credits_remaining,omitempty"`
 		Results          []json.RawMessage `json:"results"`
 	}{true, len(results), succeeded, len(results) - succeeded, used, lowest, results}
+	// Every entry is valid JSON (runItem checks), so this cannot fail.
 	body, _ := envelope.Marshal(wrapper)
 	return body
 }

@@ -183,3 +183,19 @@ func TestBatchDoesNotForwardIdempotencyOrCacheControl(t *testing.T) {
 		t.Errorf("Idempotency-Key is not forwarded: %d upstream calls", b.calls.Load())
 	}
 }
+
+func TestBatchesHoldNoSlotAndDocumentsAreRefused(t *testing.T) {
+	b := newBilled(t, 1000, nil, withLimits)
+	for i := 0; i < 30; i++ {
+		if r, _ := b.batch(items(search("s"))); r.code != 200 {
+			t.Fatalf("batch %d: %d %s", i, r.code, r.raw)
+		}
+	}
+	if r := b.call("/v1/credits/balance"); r.code != 200 || r.header.Get("x-concurrency-remaining") != "24" {
+		t.Errorf("batches leave every slot free: %d %v", r.code, r.header)
+	}
+	_, w := b.batch(items(`{"platform":"utility","endpoint":"llms","params":{}}`, `{"platform":"utility","endpoint":"llms","params":{"format":"json"}}`))
+	if w.Results[0].Status != 400 || w.Results[0].Error.Details["reason"] != "not_batchable" || w.Results[1].Status != 200 || w.Succeeded != 1 {
+		t.Errorf("a document item: %+v", w.Results)
+	}
+}

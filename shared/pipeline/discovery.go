@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"sort"
@@ -25,12 +26,14 @@ type exampleRequest struct {
 	Method  string            `json:"method"`
 	URL     string            `json:"url"`
 	Headers map[string]string `json:"headers"`
+	Body    json.RawMessage   `json:"body,omitempty"`
 	Curl    string            `json:"curl"`
 }
 
 const keyPlaceholder = "YOUR_API_KEY"
 
-func discoveryHandlers(reg *registry.Registry) map[string]Handler {
+func (p *Pipeline) discoveryHandlers(reg *registry.Registry) map[string]Handler {
+	baseURL := p.baseURL
 	return map[string]Handler{
 		"utility/endpoints": func(_ context.Context, c *Call) (any, *envelope.Error) {
 			items := []registry.Entry{}
@@ -51,7 +54,7 @@ func discoveryHandlers(reg *registry.Registry) map[string]Handler {
 			if err != nil {
 				return nil, err
 			}
-			return map[string]any{"endpoint": e.Entry(), "request": example(e, baseURL(c.Request))}, nil
+			return map[string]any{"endpoint": e.Entry(), "request": example(reg, e, baseURL(c.Request))}, nil
 		},
 		"utility/quickstart": func(_ context.Context, c *Call) (any, *envelope.Error) {
 			e := quickstart(reg, c.Params.Values["platform"])
@@ -61,7 +64,7 @@ func discoveryHandlers(reg *registry.Registry) map[string]Handler {
 			}
 			return map[string]any{
 				"endpoint": e.Entry(),
-				"request":  example(e, baseURL(c.Request)),
+				"request":  example(reg, e, baseURL(c.Request)),
 				"response": exampleEnvelope(e),
 				"next":     "GET /v1/utility/endpoints lists every endpoint; add dry_run=1 to any data call for a free estimate.",
 			}, nil
@@ -77,11 +80,12 @@ func discoveryHandlers(reg *registry.Registry) map[string]Handler {
 }
 
 // catalogue lists the live endpoints a catalogue shows: data and service
-// endpoints, not the derived platform indexes, optionally of one platform.
+// endpoints, not the indexes of the API and its platforms, optionally of
+// one platform.
 func catalogue(reg *registry.Registry, platform string) []*registry.Endpoint {
 	var out []*registry.Endpoint
 	for _, e := range reg.Live() {
-		if e.Origin == registry.Derived || (platform != "" && e.Platform != platform) {
+		if e.Origin == registry.Derived || e.Platform == "" || (platform != "" && e.Platform != platform) {
 			continue
 		}
 		out = append(out, e)
@@ -117,8 +121,9 @@ func lookupEndpoint(reg *registry.Registry, id, rawURL string) (*registry.Endpoi
 }
 
 // example builds a ready-to-run request from the declared examples: every
-// required parameter and the first member of each any-of group.
-func example(e *registry.Endpoint, base string) exampleRequest {
+// required parameter and the first member of each any-of group. The batch
+// example carries one item: the quickstart call.
+func example(reg *registry.Registry, e *registry.Endpoint, base string) exampleRequest {
 	q := url.Values{}
 	for _, p := range e.Accepted() {
 		if p.Required && !inTemplate(e, p.Name) {
@@ -138,11 +143,20 @@ func example(e *registry.Endpoint, base string) exampleRequest {
 	if len(q) > 0 {
 		target += "?" + q.Encode()
 	}
-	curl := "curl -s '" + target + "' -H 'x-api-key: " + keyPlaceholder + "'"
-	if e.HTTPMethod() != http.MethodGet {
-		curl = "curl -s -X " + e.HTTPMethod() + " '" + target + "' -H 'x-api-key: " + keyPlaceholder + "' -H 'content-type: application/json' -d '{\"requests\":[]}'"
+	ex := exampleRequest{Method: e.HTTPMethod(), URL: target, Headers: map[string]string{"x-api-key": keyPlaceholder}}
+	ex.Curl = "curl -s '" + target + "' -H 'x-api-key: " + keyPlaceholder + "'"
+	if e.HTTPMethod() == http.MethodPost {
+		item := quickstart(reg, "")
+		params := map[string]string{}
+		q, _ := url.ParseQuery(strings.SplitN(example(reg, item, "").URL, "?", 2)[1])
+		for k := range q {
+			params[k] = q.Get(k)
+		}
+		ex.Body, _ = json.Marshal(map[string]any{"requests": []any{map[string]any{"platform": item.Platform, "endpoint": item.ID, "params": params}}})
+		ex.Headers["content-type"] = "application/json"
+		ex.Curl = "curl -s -X POST '" + target + "' -H 'x-api-key: " + keyPlaceholder + "' -H 'content-type: application/json' -d '" + string(ex.Body) + "'"
 	}
-	return exampleRequest{Method: e.HTTPMethod(), URL: target, Headers: map[string]string{"x-api-key": keyPlaceholder}, Curl: curl}
+	return ex
 }
 
 func inTemplate(e *registry.Endpoint, name string) bool {
@@ -189,10 +203,10 @@ func quickstart(reg *registry.Registry, platform string) *registry.Endpoint {
 
 func rank(e *registry.Endpoint) int64 {
 	cost := e.Cost
-	if cost == 0 {
-		cost = 1_000 // free endpoints show no billing; keep them last
+	if cost == 0 || e.LimitedCapacity || e.Deprecated != nil || e.FairUse > 0 {
+		cost += 1_000 // free, scarce or fading endpoints make a poor first call
 	}
-	required := 0
+	required := len(e.AnyOf)
 	for _, p := range e.Params {
 		if p.Required {
 			required++
@@ -215,8 +229,13 @@ func exampleEnvelope(e *registry.Endpoint) map[string]any {
 	}
 }
 
-// baseURL is the deployment as the caller reached it.
-func baseURL(r *http.Request) string {
+// baseURL is the deployment's public address: the one MERIDIAN_ERRORS_URL
+// names when it is this deployment's /docs/errors, else as the caller
+// reached it.
+func (p *Pipeline) baseURL(r *http.Request) string {
+	if base, ok := strings.CutSuffix(p.cfg.ErrorsURL, "/docs/errors"); ok && base != "" {
+		return base
+	}
 	proto := strings.ToLower(strings.TrimSpace(strings.Split(r.Header.Get("x-forwarded-proto"), ",")[0]))
 	if proto != "http" && proto != "https" {
 		proto = "http"
@@ -260,6 +279,13 @@ func llmsCatalogue(reg *registry.Registry, platform, base string) llmsDoc {
 	return doc
 }
 
+func bound(v *float64, name string) string {
+	if v == nil {
+		return ""
+	}
+	return name + " " + strconv.FormatFloat(*v, 'f', -1, 64) + " "
+}
+
 func (d llmsDoc) markdown() string {
 	var b strings.Builder
 	w := func(s ...string) {
@@ -298,13 +324,29 @@ func (d llmsDoc) markdown() string {
 	w("## Endpoints")
 	for _, e := range d.Endpoints {
 		w()
-		w("### ", e.Method, " /v1/", e.ID, " (", strconv.FormatInt(e.CreditCost, 10), " credits)")
+		unit := " credits)"
+		if e.CreditCost == 1 {
+			unit = " credit)"
+		}
+		w("### ", e.Method, " /v1/", e.ID, " (", strconv.FormatInt(e.CreditCost, 10), unit)
 		w()
 		w(e.Description)
+		if e.Method == http.MethodPost {
+			w(`Body: {"requests": [{"platform": "...", "endpoint": "...", "params": {"name": "value"}}]}, at most 20 items; each is charged under its own endpoint's rules.`)
+		}
 		for _, p := range e.Params {
 			line := "- `" + p.Name + "` (" + p.Type
+			if p.Items != "" {
+				line += " of " + p.Items
+			}
 			if p.Required {
 				line += ", required"
+			}
+			if p.RequiredWhen != "" {
+				line += ", required when " + p.RequiredWhen
+			}
+			if p.Minimum != nil || p.Maximum != nil {
+				line += ", " + strings.TrimSpace(bound(p.Minimum, "min")+bound(p.Maximum, "max"))
 			}
 			if len(p.Enum) > 0 {
 				line += ", one of " + strings.Join(p.Enum, "|")

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestCatalogueListsEveryLiveEndpoint(t *testing.T) {
 		listed[m["id"].(string)] = m
 	}
 	for _, e := range registry.Default().Live() {
-		if e.Origin == registry.Derived {
+		if e.Origin == registry.Derived || e.Platform == "" { // indexes are not catalogue entries
 			continue
 		}
 		m, ok := listed[e.Key()]
@@ -89,11 +90,22 @@ func TestEndpointDescription(t *testing.T) {
 // Every endpoint's ready-to-run request passes the endpoint's own validation.
 func TestEveryExampleRequestValidates(t *testing.T) {
 	h := newHarness(t)
-	for _, e := range registry.Default().Live() {
-		if e.HTTPMethod() != http.MethodGet || e.Origin == registry.Derived {
+	reg := registry.Default()
+	for _, e := range reg.Live() {
+		if e.Origin == registry.Derived {
 			continue
 		}
-		ex := example(e, "")
+		ex := example(reg, e, "")
+		if e.HTTPMethod() == http.MethodPost {
+			req := httptest.NewRequest("POST", "http://api.test"+ex.URL, strings.NewReader(string(ex.Body)))
+			req.Header.Set("x-api-key", testKey)
+			rec := httptest.NewRecorder()
+			h.p.ServeHTTP(rec, req)
+			if rec.Code != 200 || strings.Contains(rec.Body.String(), `"status":4`) {
+				t.Errorf("%s: %s %s -> %d %s", e.Key(), ex.URL, ex.Body, rec.Code, rec.Body)
+			}
+			continue
+		}
 		r := h.get(ex.URL)
 		if r.code == 400 || r.code == 422 || r.code == 404 {
 			t.Errorf("%s: %s -> %d %s", e.Key(), ex.URL, r.code, r.raw)
@@ -112,6 +124,10 @@ func TestQuickstart(t *testing.T) {
 	if d["endpoint"].(map[string]any)["id"] != "video_platform/search" {
 		t.Errorf("per platform: %v", d["endpoint"])
 	}
+	d = h.get("/v1/utility/quickstart?platform=marketplace_a").body["data"].(map[string]any)
+	if d["endpoint"].(map[string]any)["id"] != "marketplace_a/search" {
+		t.Errorf("a limited-capacity endpoint is a poor first call: %v", d["endpoint"])
+	}
 	if r := h.get("/v1/utility/quickstart?platform=nope"); r.code != 404 {
 		t.Errorf("unknown platform: %d", r.code)
 	}
@@ -123,13 +139,13 @@ func TestLLMsCatalogue(t *testing.T) {
 	if r.code != 200 || !strings.HasPrefix(r.header.Get("content-type"), "text/markdown") || r.header.Get("x-request-id") == "" {
 		t.Fatalf("%d %v", r.code, r.header)
 	}
-	for _, want := range []string{"http://api.test/v1", "x-api-key", "error.type", "KEY_REVOKED", "INTERNAL_ERROR", "### GET /v1/company_registry/search (1 credits)", "`query` (string, required)"} {
+	for _, want := range []string{"http://api.test/v1", "x-api-key", "error.type", "KEY_REVOKED", "INTERNAL_ERROR", "### GET /v1/company_registry/search (1 credit)", "### GET /v1/marketplace_a/search (3 credits)", "`limit` (integer, min 1 max 100", "`query` (string, required)"} {
 		if !strings.Contains(r.raw, want) {
 			t.Errorf("markdown lacks %q", want)
 		}
 	}
 	for _, e := range registry.Default().Live() {
-		if e.Origin != registry.Derived && !strings.Contains(r.raw, " /v1/"+e.Key()+" (") {
+		if e.Origin != registry.Derived && e.Platform != "" && !strings.Contains(r.raw, " /v1/"+e.Key()+" (") {
 			t.Errorf("markdown lacks %s", e.Key())
 		}
 	}

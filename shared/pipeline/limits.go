@@ -43,10 +43,10 @@ func (p *Pipeline) admit(x *exchange, who auth.Principal) *envelope.Error {
 	return nil
 }
 
-// takeSlot gives a request whose Idempotency-Key it just claimed its
-// in-flight slot.
-func (p *Pipeline) takeSlot(x *exchange, who auth.Principal) *envelope.Error {
-	if p.cfg.Limits == nil || who.KeyID == "" || x.admitted {
+// takeSlotIf gives a metered request whose Idempotency-Key it just claimed
+// its in-flight slot.
+func (p *Pipeline) takeSlotIf(metered bool, x *exchange, who auth.Principal) *envelope.Error {
+	if !metered || p.cfg.Limits == nil || who.KeyID == "" || x.admitted {
 		return nil
 	}
 	a, err := p.cfg.Limits.TakeSlot(x.r.Context(), who.KeyID, x.requestID, p.cfg.Now(), p.cfg.LimitRules)

@@ -118,9 +118,7 @@ func New(cfg Config) *Pipeline {
 			handlers[e.Key()] = indexHandler(cfg.Registry)
 		}
 	}
-	for k, h := range discoveryHandlers(cfg.Registry) {
-		handlers[k] = h
-	}
+
 	if cfg.Store != nil {
 		handlers["credits/balance"] = balanceHandler(cfg.Store)
 		handlers["credits/transactions"] = transactionsHandler(cfg.Store)
@@ -130,8 +128,13 @@ func New(cfg Config) *Pipeline {
 	}
 	cfg.Handlers = handlers
 	p := &Pipeline{cfg: cfg, routes: cfg.Registry.Routes()}
-	if _, set := handlers["batch"]; !set {
-		handlers["batch"] = p.batch
+	// Built-ins that need the pipeline itself, unless a test replaced them.
+	builtins := p.discoveryHandlers(cfg.Registry)
+	builtins["batch"] = p.batch
+	for k, h := range builtins {
+		if _, set := handlers[k]; !set {
+			handlers[k] = h
+		}
 	}
 	return p
 }
