@@ -160,3 +160,21 @@ func TestLLMsCatalogue(t *testing.T) {
 		t.Errorf("json: %v %s", err, raw)
 	}
 }
+
+func TestOpenAPIIsServed(t *testing.T) {
+	h := newHarness(t)
+	r := h.do("GET", "/openapi.json")
+	if r.code != 200 || r.header.Get("content-type") != "application/json" || r.body["openapi"] != "3.1.0" {
+		t.Fatalf("%d %v %.200s", r.code, r.header, r.raw)
+	}
+	if servers := r.body["servers"].([]any); servers[0].(map[string]any)["url"] != "http://api.test" {
+		t.Errorf("servers: %v", servers)
+	}
+	y := h.do("GET", "/openapi.yaml")
+	if y.code != 200 || y.header.Get("content-type") != "application/yaml" || !strings.Contains(y.raw, "openapi: 3.1.0") {
+		t.Errorf("yaml: %d %v", y.code, y.header)
+	}
+	if r := h.do("POST", "/openapi.json"); r.code != 404 {
+		t.Errorf("POST: %d", r.code)
+	}
+}

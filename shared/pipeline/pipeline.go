@@ -16,6 +16,7 @@ import (
 
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/openapi"
 	"github.com/meridian-data/meridian/shared/params"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/store"
@@ -67,6 +68,8 @@ type Config struct {
 	Throttle *auth.Throttle
 	// AdminToken enables the operator API (/admin) when set.
 	AdminToken string
+	// DataSchemas publishes each data endpoint's data schema (OpenAPI).
+	DataSchemas openapi.DataSchemas
 	// ErrorsURL is the errors reference that doc_url anchors into. Empty
 	// derives {proto}://{host}/docs/errors from the request.
 	ErrorsURL string
@@ -199,7 +202,9 @@ func (p *Pipeline) route(x *exchange) {
 		p.serveAdmin(x, path)
 	case path == "/docs/errors" && x.r.Method == http.MethodGet:
 		serveErrorsReference(x.w)
-	case path == "/openapi.json" || path == "/openapi.yaml" || path == "/mcp":
+	case (path == "/openapi.json" || path == "/openapi.yaml") && x.r.Method == http.MethodGet:
+		p.serveOpenAPI(x, strings.HasSuffix(path, ".yaml"))
+	case path == "/mcp":
 		x.fail(envelope.New(envelope.EndpointNotAvailable, http.StatusNotImplemented,
 			"This surface is not available in this deployment yet.", nil))
 	default:
