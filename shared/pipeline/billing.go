@@ -30,9 +30,13 @@ const billingTimeout = 5 * time.Second
 // net charge is its cost on success and 0 on failure.
 func (p *Pipeline) dispatch(x *exchange, c *Call) {
 	e := c.Endpoint
+	if c.Sandbox {
+		p.serveSandbox(x, c)
+		return
+	}
 	h, ok := p.cfg.Handlers[e.Key()]
-	if !ok || c.Sandbox {
-		x.fail(notAvailable(e, c.Sandbox))
+	if !ok {
+		x.fail(notAvailable(e, false))
 		return
 	}
 	cu := p.cacheUse(x, c)
@@ -205,10 +209,14 @@ func (p *Pipeline) succeedAs(x *exchange, c *Call, data any, used int64, remaini
 }
 
 func (p *Pipeline) success(x *exchange, c *Call, data any, used int64, remaining *int64) envelope.Success {
+	path := c.Endpoint.Path()
+	if c.Sandbox {
+		path = c.Endpoint.SandboxPath()
+	}
 	return envelope.Success{
 		Success:          true,
 		Platform:         c.Endpoint.Platform,
-		Endpoint:         c.Endpoint.Path(),
+		Endpoint:         path,
 		Data:             data,
 		CreditsUsed:      envelope.Amount(used),
 		CreditsRemaining: remaining,

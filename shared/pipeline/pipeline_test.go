@@ -151,7 +151,7 @@ func TestAuthentication(t *testing.T) {
 		{"bearer on /v1", "GET", "/v1", []string{"authorization", "Bearer " + testKey}, 200, ""},
 		{"lowercase bearer scheme on /v1", "GET", "/v1", []string{"authorization", "bearer " + testKey}, 200, ""},
 		{"x-api-key on /v1", "GET", "/v1", []string{"x-api-key", testKey}, 200, ""},
-		{"bearer on /sandbox", "GET", "/sandbox", []string{"authorization", "Bearer " + testKey}, 501, ""},
+		{"bearer on /sandbox", "GET", "/sandbox", []string{"authorization", "Bearer " + testKey}, 200, ""},
 		{"bearer on a sandbox endpoint", "GET", "/sandbox/company_registry/search?query=a", []string{"authorization", "Bearer " + testKey}, 501, ""},
 	}
 	for _, c := range cases {
