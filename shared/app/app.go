@@ -25,6 +25,7 @@ import (
 	"github.com/meridian-data/meridian/shared/gateway"
 	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/registry"
+	"github.com/meridian-data/meridian/shared/schemas"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/store/dynamostore"
 	"github.com/meridian-data/meridian/shared/store/embedded"
@@ -97,6 +98,7 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 	limits, _ := deps.Store.(store.Limits)
 	fairUse, _ := deps.Store.(store.FairUse)
 	return pipeline.Config{
+		DataSchemas:   schemas.For,
 		Limits:        limits,
 		FairUse:       fairUse,
 		FairUseLimits: fairUseLimits(logger),

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/meridian-data/meridian/shared/registry"
+	"github.com/meridian-data/meridian/shared/schemas"
 )
 
 func noSchemas(string) (json.RawMessage, bool) { return nil, false }
@@ -106,5 +107,15 @@ func TestYAMLIsTheSameDocument(t *testing.T) {
 	jb, _ := json.Marshal(b)
 	if string(ja) != string(jb) {
 		t.Error("YAML and JSON differ")
+	}
+}
+
+func TestDocumentWithEveryPublishedSchemaValidates(t *testing.T) {
+	doc := load(t, Document(registry.Default(), "https://api.example.com", schemas.For))
+	for _, key := range schemas.Keys() {
+		e, _ := registry.Default().Endpoint(key)
+		if _, ok := doc.Components.Schemas["Data_"+operationID(e)]; !ok {
+			t.Errorf("%s: data schema not in the document", key)
+		}
 	}
 }

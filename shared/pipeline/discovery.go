@@ -54,7 +54,13 @@ func (p *Pipeline) discoveryHandlers(reg *registry.Registry) map[string]Handler 
 			if err != nil {
 				return nil, err
 			}
-			return map[string]any{"endpoint": e.Entry(), "request": example(reg, e, baseURL(c.Request))}, nil
+			out := map[string]any{"endpoint": e.Entry(), "request": example(reg, e, baseURL(c.Request))}
+			if p.cfg.DataSchemas != nil {
+				if schema, ok := p.cfg.DataSchemas(e.Key()); ok {
+					out["data_schema"] = json.RawMessage(schema)
+				}
+			}
+			return out, nil
 		},
 		"utility/quickstart": func(_ context.Context, c *Call) (any, *envelope.Error) {
 			e := quickstart(reg, c.Params.Values["platform"])

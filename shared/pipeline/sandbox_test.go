@@ -1,0 +1,67 @@
+package pipeline
+
+import (
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/meridian-data/meridian/shared/registry"
+	"github.com/meridian-data/meridian/shared/schemas"
+)
+
+// Every data endpoint's sandbox answer is free, marked synthetic, clearly
+// fake and valid against the endpoint's published data schema.
+func TestSandboxDataValidatesAgainstEverySchema(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.DataSchemas = schemas.For })
+	reg := registry.Default()
+	for _, e := range reg.Live() {
+		if e.Kind != registry.Data {
+			continue
+		}
+		ex := example(reg, e, "")
+		target := "/sandbox" + strings.TrimPrefix(ex.URL, "/v1")
+		r := h.get(target)
+		checkEnvelope(t, r)
+		if r.code != 200 || r.body["synthetic"] != true || r.body["degraded"] != false || r.body["credits_used"] != float64(0) ||
+			r.body["endpoint"] != e.SandboxPath() {
+			t.Errorf("%s: %d %.300s", target, r.code, r.raw)
+			continue
+		}
+		if err := schemas.Validate(e.Key(), r.body["data"]); err != nil {
+			t.Errorf("%s: synthetic data does not validate: %v", e.Key(), err)
+		}
+		raw, _ := json.Marshal(r.body["data"])
+		if strings.Contains(string(raw), "http") && !strings.Contains(string(raw), "https://example.com/sandbox/") {
+			t.Errorf("%s: a URL that is not obviously fake: %s", e.Key(), raw)
+		}
+		if again := h.get(target); again.raw[strings.Index(again.raw, `"data"`):strings.Index(again.raw, `"credits_used"`)] !=
+			r.raw[strings.Index(r.raw, `"data"`):strings.Index(r.raw, `"credits_used"`)] {
+			t.Errorf("%s: the same request gives the same data", e.Key())
+		}
+	}
+}
+
+func TestSandboxKeepsV1Validation(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.DataSchemas = schemas.For })
+	if r := h.get("/sandbox/company_registry/search?qery=a"); r.code != 400 {
+		t.Errorf("undeclared parameter: %d", r.code)
+	}
+	if r := h.get("/sandbox/company_registry/search?query=a&limit=0"); r.code != 422 {
+		t.Errorf("out of range: %d", r.code)
+	}
+	if r := h.do("GET", "/sandbox/company_registry/search?query=a"); r.code != 401 {
+		t.Errorf("a key is required: %d", r.code)
+	}
+	if r := h.get("/sandbox/credits/balance"); r.code != 404 || r.details()["reason"] != "not_in_sandbox" {
+		t.Errorf("service endpoints are not in the sandbox: %d %s", r.code, r.raw)
+	}
+	a := h.get("/sandbox/company_registry/search?query=" + url.QueryEscape("acme"))
+	b := h.get("/sandbox/company_registry/search?query=other")
+	if a.code != 200 || b.code != 200 || a.raw[strings.Index(a.raw, `"data"`):strings.Index(a.raw, `"credits_used"`)] == b.raw[strings.Index(b.raw, `"data"`):strings.Index(b.raw, `"credits_used"`)] {
+		t.Error("different requests give different synthetic data")
+	}
+	if v1 := h.get("/v1/company_registry/search?query=acme"); v1.code != 501 || v1.body["synthetic"] != nil {
+		t.Error("/v1 never falls back to the sandbox")
+	}
+}
