@@ -97,8 +97,10 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 	idem, _ := deps.Store.(store.Idempotency)
 	limits, _ := deps.Store.(store.Limits)
 	fairUse, _ := deps.Store.(store.FairUse)
+	outcomes, _ := deps.Store.(store.Outcomes)
 	return pipeline.Config{
 		DataSchemas:   schemas.For,
+		Outcomes:      outcomes,
 		Limits:        limits,
 		FairUse:       fairUse,
 		FairUseLimits: fairUseLimits(logger),

@@ -32,7 +32,7 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 		return
 	}
 	e := res.Endpoint
-	x.endpoint = e
+	x.endpoint, x.sandbox = e, sandbox
 	setDeprecationHeaders(x.w.Header(), e) // on every answer of the endpoint, refusals included
 	if x.r.Method != e.HTTPMethod() {
 		x.fail(methodNotAllowed(e, x.r.Method))

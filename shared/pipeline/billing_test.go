@@ -89,6 +89,7 @@ type billedStore interface {
 	store.Idempotency
 	store.Limits
 	store.FairUse
+	store.Outcomes
 }
 
 func newBilledOn(t *testing.T, s billedStore, credits int64, limit *int64, mutate ...func(*Config)) *billed {

@@ -70,6 +70,8 @@ type Config struct {
 	AdminToken string
 	// DataSchemas publishes each data endpoint's data schema (OpenAPI).
 	DataSchemas openapi.DataSchemas
+	// Outcomes records data requests' outcomes and serves /v1/status.
+	Outcomes store.Outcomes
 	// ErrorsURL is the errors reference that doc_url anchors into. Empty
 	// derives {proto}://{host}/docs/errors from the request.
 	ErrorsURL string
@@ -134,6 +136,9 @@ func New(cfg Config) *Pipeline {
 	// Built-ins that need the pipeline itself, unless a test replaced them.
 	builtins := p.discoveryHandlers(cfg.Registry)
 	builtins["batch"] = p.batch
+	if cfg.Outcomes != nil {
+		builtins["status"] = p.statusHandler
+	}
 	for k, h := range builtins {
 		if _, set := handlers[k]; !set {
 			handlers[k] = h
@@ -157,6 +162,8 @@ type exchange struct {
 	replayOf string
 	// admitted: the request holds an in-flight slot to release.
 	admitted bool
+	// sandbox: a /sandbox call (not counted in /v1/status).
+	sandbox bool
 }
 
 func (p *Pipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -178,6 +185,7 @@ func (p *Pipeline) serve(w http.ResponseWriter, r *http.Request, handle func(*ex
 			}
 		}
 		p.logRequest(x, start)
+		p.recordOutcome(x, p.cfg.Now().Sub(start))
 	}()
 	handle(x)
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -48,7 +49,7 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("embedded store: %w (is another make run using %s?)", err, dir)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bAccounts, bConsole, bKeys, bKeyHash, bLedger, bReservations, bCache, bIdempotency, bLimits, bFairUse} {
+		for _, b := range [][]byte{bAccounts, bConsole, bKeys, bKeyHash, bLedger, bReservations, bCache, bIdempotency, bLimits, bFairUse, bOutcomes} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -660,3 +661,56 @@ func (s *Store) AddFairUse(ctx context.Context, accountID, endpoint string, atte
 }
 
 var _ store.FairUse = (*Store)(nil)
+
+var bOutcomes = []byte("outcomes") // zero-padded Unix minute \x00 platform -> minute stats
+
+func minuteKey(minute int64, platform string) []byte {
+	return []byte(fmt.Sprintf("%012d\x00%s", minute, platform))
+}
+
+func (s *Store) RecordOutcome(ctx context.Context, o store.Outcome, now time.Time) error {
+	minute := now.Unix() / 60
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bOutcomes)
+		m, err := get[store.MinuteStats](b, minuteKey(minute, o.Platform))
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if len(m.Histogram) == 0 {
+			m = store.MinuteStats{Minute: minute, Histogram: make([]int64, len(store.LatencyBucketsMS)+1)}
+		}
+		m.Requests++
+		if o.Error() {
+			m.Errors++
+		}
+		m.Histogram[store.Bucket(o.Latency)]++
+		// Minutes older than a day are no one's status any more.
+		c := b.Cursor()
+		for k, _ := c.First(); k != nil && string(k) < string(minuteKey(minute-24*60, "")); k, _ = c.Next() {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+		return put(b, minuteKey(minute, o.Platform), m)
+	})
+}
+
+func (s *Store) OutcomesSince(ctx context.Context, since, now time.Time) (map[string][]store.MinuteStats, error) {
+	out := map[string][]store.MinuteStats{}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bOutcomes).Cursor()
+		end := minuteKey(now.Unix()/60+1, "")
+		for k, v := c.Seek(minuteKey(since.Unix()/60, "")); k != nil && string(k) < string(end); k, v = c.Next() {
+			var m store.MinuteStats
+			if err := json.Unmarshal(v, &m); err != nil {
+				return err
+			}
+			_, platform, _ := strings.Cut(string(k), "\x00")
+			out[platform] = append(out[platform], m)
+		}
+		return nil
+	})
+	return out, err
+}
+
+var _ store.Outcomes = (*Store)(nil)

@@ -30,6 +30,7 @@ func Run(t *testing.T, newStore Factory) {
 		"RateWindow":                    testRateWindow,
 		"ConcurrencySlots":              testConcurrencySlots,
 		"FairUse":                       testFairUse,
+		"Outcomes":                      testOutcomes,
 		"Grant":                         testGrant,
 		"KeyLifecycle":                  testKeyLifecycle,
 		"FiveActiveKeys":                testFiveActiveKeys,
@@ -1408,5 +1409,47 @@ func testFairUse(t *testing.T, s store.Store) {
 	wg.Wait()
 	if u, _ := f.FairUseUsed(ctx, acct, "search/all", day0); u != 20 {
 		t.Errorf("concurrent counts are all kept: %d", u)
+	}
+}
+
+func testOutcomes(t *testing.T, s store.Store) {
+	o, ok := s.(store.Outcomes)
+	if !ok {
+		t.Fatal("the store does not implement store.Outcomes")
+	}
+	now := time.Date(2026, 11, 22, 12, 30, 0, 0, time.UTC)
+	platform := unique("platform_")
+	record := func(at time.Time, status int, ms int) {
+		t.Helper()
+		if err := o.RecordOutcome(ctx, store.Outcome{Platform: platform, Status: status, Latency: time.Duration(ms) * time.Millisecond}, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Outside the window: never counted.
+	record(now.Add(-20*time.Minute), 502, 9000)
+	// Inside: 20 requests, 2 server errors, 1 client error, 1 unrouted.
+	for i := 0; i < 16; i++ {
+		record(now.Add(-time.Duration(i%10)*time.Minute), 200, 20+i) // 25 ms bucket for i<6, 50 ms for the rest
+	}
+	record(now.Add(-3*time.Minute), 404, 5)
+	record(now.Add(-2*time.Minute), 501, 1)
+	record(now.Add(-1*time.Minute), 502, 700)
+	record(now, 504, 30000)
+	var wg sync.WaitGroup
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); record(now.Add(-14*time.Minute), 200, 60) }()
+	}
+	wg.Wait()
+	got, err := o.OutcomesSince(ctx, now.Add(-store.StatusWindow), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := store.Summarize(platform, got[platform])
+	if ps.Requests != 30 || ps.Errors != 2 || ps.ErrorRate != 2.0/30 || ps.State != "degraded" {
+		t.Fatalf("%+v", ps)
+	}
+	if ps.P50MS == nil || *ps.P50MS != 50 || ps.P95MS == nil || *ps.P95MS != 1000 {
+		t.Errorf("p50 %v p95 %v", *ps.P50MS, *ps.P95MS)
 	}
 }

@@ -1,0 +1,44 @@
+package pipeline
+
+import (
+	"testing"
+	"time"
+
+	"github.com/meridian-data/meridian/shared/store"
+)
+
+func TestStatusFromRecordedOutcomes(t *testing.T) {
+	b := newBilled(t, 1000, nil, func(c *Config) { c.Outcomes = c.Store.(store.Outcomes) })
+	r := b.call("/v1/status")
+	d := r.body["data"].(map[string]any)
+	if r.code != 200 || d["window_minutes"] != float64(15) {
+		t.Fatalf("%d %s", r.code, r.raw)
+	}
+	for _, p := range d["platforms"].([]any) {
+		if m := p.(map[string]any); m["state"] != "no_data" || m["requests"] != float64(0) || m["p50_ms"] != nil {
+			t.Fatalf("nothing recorded yet: %v", m)
+		}
+	}
+	// A known series through the pipeline: 3 successes, 1 upstream failure,
+	// 1 validation refusal on marketplace_a; a sandbox call is not counted.
+	for _, q := range []string{"a", "b", "c", "fail"} {
+		b.call("/v1/marketplace_a/search?query=" + q)
+	}
+	b.call("/v1/marketplace_a/search?limit=1")
+	b.call("/sandbox/marketplace_a/search?query=a")
+	// Older outcomes have left the window.
+	if err := b.store.RecordOutcome(t.Context(), store.Outcome{Platform: "marketplace_a", Status: 502}, b.clock.Now().Add(-16*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	d = b.call("/v1/status").body["data"].(map[string]any)
+	var ma map[string]any
+	for _, p := range d["platforms"].([]any) {
+		if m := p.(map[string]any); m["platform"] == "marketplace_a" {
+			ma = m
+		}
+	}
+	if ma["requests"] != float64(5) || ma["errors"] != float64(1) || ma["error_rate"] != 0.2 || ma["state"] != "degraded" ||
+		ma["p50_ms"] != float64(10) || ma["p95_ms"] != float64(10) {
+		t.Errorf("marketplace_a: %v", ma)
+	}
+}

@@ -1,0 +1,116 @@
+package store
+
+import (
+	"context"
+	"sort"
+	"time"
+)
+
+// StatusWindow is how far back /v1/status looks (spec 8).
+const StatusWindow = 15 * time.Minute
+
+// LatencyBucketsMS are the upper bounds of the latency histogram; the
+// last bucket holds everything slower. Percentiles report bucket bounds.
+var LatencyBucketsMS = []int64{10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000}
+
+// Outcome is one routed request's result, as status counts it.
+type Outcome struct {
+	Platform string
+	Status   int
+	Latency  time.Duration
+}
+
+// Error reports whether the outcome counts against the platform's health:
+// a server-side failure, not the caller's mistake (4xx) and not a path
+// with no route configured (501).
+func (o Outcome) Error() bool { return o.Status >= 500 && o.Status != 501 }
+
+// MinuteStats are one platform's counts for one minute.
+type MinuteStats struct {
+	Minute    int64 // Unix minute
+	Requests  int64
+	Errors    int64
+	Histogram []int64 // len(LatencyBucketsMS)+1
+}
+
+// Outcomes records request outcomes per platform and minute and reads
+// them back for the status window. Recording only adds to counters, so it
+// never contends.
+type Outcomes interface {
+	RecordOutcome(ctx context.Context, o Outcome, now time.Time) error
+	// OutcomesSince returns each platform's minutes from since to now.
+	OutcomesSince(ctx context.Context, since, now time.Time) (map[string][]MinuteStats, error)
+}
+
+// Bucket is the histogram bucket of a latency.
+func Bucket(latency time.Duration) int {
+	ms := latency.Milliseconds()
+	return sort.Search(len(LatencyBucketsMS), func(i int) bool { return ms <= LatencyBucketsMS[i] })
+}
+
+// PlatformStatus is one platform's line of /v1/status.
+type PlatformStatus struct {
+	Platform  string  `json:"platform"`
+	Requests  int64   `json:"requests"`
+	Errors    int64   `json:"errors"`
+	ErrorRate float64 `json:"error_rate"`
+	P50MS     *int64  `json:"p50_ms"`
+	P95MS     *int64  `json:"p95_ms"`
+	State     string  `json:"state"`
+}
+
+// Summarize folds a platform's minutes into its status line. States:
+// no_data (no requests), operational (error rate below 5%), degraded
+// (5% to 25%), down (25% or more).
+func Summarize(platform string, minutes []MinuteStats) PlatformStatus {
+	ps := PlatformStatus{Platform: platform, State: "no_data"}
+	hist := make([]int64, len(LatencyBucketsMS)+1)
+	for _, m := range minutes {
+		ps.Requests += m.Requests
+		ps.Errors += m.Errors
+		for i, n := range m.Histogram {
+			if i < len(hist) {
+				hist[i] += n
+			}
+		}
+	}
+	if ps.Requests == 0 {
+		return ps
+	}
+	ps.ErrorRate = float64(ps.Errors) / float64(ps.Requests)
+	ps.P50MS, ps.P95MS = percentile(hist, 0.50), percentile(hist, 0.95)
+	switch {
+	case ps.ErrorRate >= 0.25:
+		ps.State = "down"
+	case ps.ErrorRate >= 0.05:
+		ps.State = "degraded"
+	default:
+		ps.State = "operational"
+	}
+	return ps
+}
+
+// percentile is the upper bound of the bucket holding the q-th request
+// (the last bucket reports twice the largest bound).
+func percentile(hist []int64, q float64) *int64 {
+	var total int64
+	for _, n := range hist {
+		total += n
+	}
+	if total == 0 {
+		return nil
+	}
+	rank := int64(q*float64(total) + 0.999999)
+	var seen int64
+	for i, n := range hist {
+		seen += n
+		if seen >= rank {
+			bound := 2 * LatencyBucketsMS[len(LatencyBucketsMS)-1]
+			if i < len(LatencyBucketsMS) {
+				bound = LatencyBucketsMS[i]
+			}
+			return &bound
+		}
+	}
+	return nil
+}
