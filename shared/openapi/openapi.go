@@ -193,17 +193,23 @@ func typed(p *registry.Param, v string) any {
 	return v
 }
 
-// successSchema is the success envelope with the endpoint's data schema.
+// successSchema is the success envelope with the endpoint's data schema;
+// a data endpoint's data may also be a dry-run estimate.
 func successSchema(e *registry.Endpoint, schemas DataSchemas, defs obj) obj {
 	data := obj{"type": "object"}
+	if e.Platform == "status" && e.ID == "" {
+		data = ref("Status")
+	}
 	if raw, ok := schemas(e.Key()); ok && e.Kind == registry.Data {
 		var s obj
 		if json.Unmarshal(raw, &s) == nil {
-			delete(s, "$schema") // the document's dialect is 2020-12 already
+			// The document's dialect is 2020-12 already; schemas use no
+			// internal $ref, so dropping $id loses nothing (tested).
+			delete(s, "$schema")
 			delete(s, "$id")
 			name := "Data_" + operationID(e)
 			defs[name] = s
-			data = ref(name)
+			data = obj{"anyOf": []any{ref(name), ref("DryRun")}}
 		}
 	}
 	return obj{"allOf": []any{ref("SuccessEnvelope"), obj{"type": "object", "properties": obj{"data": data}}}}
@@ -218,6 +224,42 @@ func baseSchemas() obj {
 	credits := obj{"type": []any{"integer", "null"}, "description": "Credits charged; null while a charge is pending reconciliation."}
 	return obj{
 		"ErrorType": obj{"type": "string", "enum": types, "description": "Stable error types (spec 7). KEY_REVOKED is listed but never emitted."},
+		"DryRun": obj{
+			"type":        "object",
+			"description": "The data of a dry run (dry_run=1): an estimate; nothing fetched, reserved or cached.",
+			"required":    []any{"dry_run", "credit_cost", "estimated_credits", "cache"},
+			"properties": obj{
+				"dry_run":           obj{"const": true},
+				"credit_cost":       obj{"type": "integer"},
+				"estimated_credits": obj{"type": "integer"},
+				"cache":             obj{"enum": []any{"HIT", "MISS", "BYPASS", "OFF"}},
+				"can_pay":           obj{"type": []any{"boolean", "null"}},
+				"refusal":           obj{"enum": []any{nil, "KEY_LIMIT_EXCEEDED", "INSUFFICIENT_CREDITS"}},
+				"credits_remaining": obj{"type": []any{"integer", "null"}},
+				"key_credit_limit":  obj{"type": []any{"integer", "null"}},
+				"key_credits_used":  obj{"type": []any{"integer", "null"}},
+			},
+		},
+		"Status": obj{
+			"type":        "object",
+			"description": "Each data platform's health over the last 15 minutes.",
+			"properties": obj{
+				"window_minutes": obj{"type": "integer"},
+				"generated_at":   obj{"type": "string", "format": "date-time"},
+				"platforms": obj{"type": "array", "items": obj{
+					"type": "object",
+					"properties": obj{
+						"platform":   obj{"type": "string"},
+						"requests":   obj{"type": "integer"},
+						"errors":     obj{"type": "integer"},
+						"error_rate": obj{"type": "number", "minimum": 0, "maximum": 1},
+						"p50_ms":     obj{"type": []any{"integer", "null"}},
+						"p95_ms":     obj{"type": []any{"integer", "null"}},
+						"state":      obj{"enum": []any{"no_data", "operational", "degraded", "down"}},
+					},
+				}},
+			},
+		},
 		"SuccessEnvelope": obj{
 			"type":     "object",
 			"required": []any{"success", "platform", "endpoint", "data", "credits_used", "request_id", "cached"},

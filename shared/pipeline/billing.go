@@ -139,6 +139,7 @@ func billingOp[T any](x *exchange, op func(context.Context) (T, error)) (T, erro
 // run calls a handler; a panic becomes INTERNAL_ERROR here, so a paid call
 // still refunds.
 func (p *Pipeline) run(h Handler, x *exchange, c *Call) (data any, err *envelope.Error) {
+	x.served = c.Endpoint.Kind == registry.Data
 	defer func() {
 		if v := recover(); v != nil {
 			p.cfg.Logger.Error("panic", "request_id", x.requestID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))

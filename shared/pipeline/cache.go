@@ -83,6 +83,7 @@ func (p *Pipeline) keep(x *exchange, cu cacheUse, raw []byte) {
 
 // deliverCached answers from the cache: cached true, 0 credits.
 func (p *Pipeline) deliverCached(x *exchange, c *Call, e *store.CacheEntry) {
+	x.served = true
 	s := p.success(x, c, json.RawMessage(e.Data), 0, nil)
 	s.Cached = true
 	body, err := envelope.Marshal(s)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/meridian-data/meridian/shared/auth"
@@ -84,8 +85,10 @@ type Config struct {
 
 // Pipeline is the http.Handler built from a Config.
 type Pipeline struct {
-	cfg    Config
-	routes []registry.Route
+	cfg        Config
+	routes     []registry.Route
+	background sync.WaitGroup
+	openapi    openAPIDocs
 }
 
 // New builds a pipeline; built-in handlers (the API and platform indexes)
@@ -164,6 +167,8 @@ type exchange struct {
 	admitted bool
 	// sandbox: a /sandbox call (not counted in /v1/status).
 	sandbox bool
+	// served: a data call reached its handler or the cache (status counts it).
+	served bool
 }
 
 func (p *Pipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -31,7 +31,7 @@ func (p *Pipeline) serveSandbox(x *exchange, c *Call) {
 		x.fail(notAvailable(e, true))
 		return
 	}
-	data, err := sandbox.Generate(schema, e.Key()+"?"+c.Params.CacheKey())
+	data, err := sandbox.Generate(schema, e.Key()+"?"+c.Params.CacheKey(), e.Platform)
 	if err != nil {
 		p.cfg.Logger.Error("sandbox", "request_id", x.requestID, "error", err.Error())
 		x.fail(envelope.Internal())

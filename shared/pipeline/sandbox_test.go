@@ -31,6 +31,17 @@ func TestSandboxDataValidatesAgainstEverySchema(t *testing.T) {
 		if err := schemas.Validate(e.Key(), r.body["data"]); err != nil {
 			t.Errorf("%s: synthetic data does not validate: %v", e.Key(), err)
 		}
+		data := r.body["data"].(map[string]any)
+		if items, ok := data["items"].([]any); ok {
+			if n, ok := data["count"].(float64); ok && int(n) != len(items) {
+				t.Errorf("%s: count %v for %d items", e.Key(), n, len(items))
+			}
+			for _, it := range items {
+				if m, ok := it.(map[string]any); ok && m["platform"] != nil && m["platform"] != e.Platform {
+					t.Errorf("%s: item platform %v", e.Key(), m["platform"])
+				}
+			}
+		}
 		raw, _ := json.Marshal(r.body["data"])
 		if strings.Contains(string(raw), "http") && !strings.Contains(string(raw), "https://example.com/sandbox/") {
 			t.Errorf("%s: a URL that is not obviously fake: %s", e.Key(), raw)

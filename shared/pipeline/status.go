@@ -21,6 +21,7 @@ func (p *Pipeline) statusHandler(ctx context.Context, _ *Call) (any, *envelope.E
 	now := p.cfg.Now()
 	minutes, err := p.cfg.Outcomes.OutcomesSince(ctx, now.Add(-store.StatusWindow), now)
 	if err != nil {
+		p.cfg.Logger.Error("status read failed", "error", err.Error())
 		return nil, envelope.Internal()
 	}
 	out := statusData{WindowMinutes: int(store.StatusWindow / time.Minute), GeneratedAt: now.UTC(), Platforms: []store.PlatformStatus{}}
@@ -34,16 +35,31 @@ func (p *Pipeline) statusHandler(ctx context.Context, _ *Call) (any, *envelope.E
 	return out, nil
 }
 
-// recordOutcome counts a finished /v1 data request for /v1/status, best
-// effort and detached from the caller.
+// outcomeTimeout bounds a status counter write; a lost count only blurs
+// the status a little.
+const outcomeTimeout = time.Second
+
+// recordOutcome counts, for /v1/status, a finished /v1 data call that
+// reached its source or the cache: refusals (authentication, validation,
+// limits, payment) and unrouted paths are not the platform's health. The
+// write runs after the response, off the request's path.
 func (p *Pipeline) recordOutcome(x *exchange, latency time.Duration) {
-	if p.cfg.Outcomes == nil || x.endpoint == nil || x.endpoint.Kind != registry.Data || x.sandbox || x.w.status == 0 {
+	if p.cfg.Outcomes == nil || !x.served || x.sandbox {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), billingTimeout)
-	defer cancel()
-	o := store.Outcome{Platform: x.endpoint.Platform, Status: x.w.status, Latency: latency}
-	if err := p.cfg.Outcomes.RecordOutcome(ctx, o, p.cfg.Now()); err != nil {
-		p.cfg.Logger.Warn("outcome not recorded", "request_id", x.requestID, "error", err.Error())
-	}
+	o := store.Outcome{Platform: x.endpoint.Platform, Status: x.w.status, ErrorType: string(x.errType), Latency: latency}
+	now, ctx := p.cfg.Now(), context.WithoutCancel(x.r.Context())
+	p.background.Add(1)
+	go func() {
+		defer p.background.Done()
+		ctx, cancel := context.WithTimeout(ctx, outcomeTimeout)
+		defer cancel()
+		if err := p.cfg.Outcomes.RecordOutcome(ctx, o, now); err != nil {
+			p.cfg.Logger.Warn("outcome not recorded", "request_id", x.requestID, "error", err.Error())
+		}
+	}()
 }
+
+// Wait blocks until background writes (status counters) are done; tests
+// and a shutting-down server call it.
+func (p *Pipeline) Wait() { p.background.Wait() }

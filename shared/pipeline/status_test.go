@@ -19,13 +19,17 @@ func TestStatusFromRecordedOutcomes(t *testing.T) {
 			t.Fatalf("nothing recorded yet: %v", m)
 		}
 	}
-	// A known series through the pipeline: 3 successes, 1 upstream failure,
-	// 1 validation refusal on marketplace_a; a sandbox call is not counted.
+	// A known series through the pipeline on marketplace_a: 3 successes and
+	// 1 upstream failure count; a validation refusal, a keyless call, a
+	// sandbox call and an unrouted platform's 501 do not.
 	for _, q := range []string{"a", "b", "c", "fail"} {
 		b.call("/v1/marketplace_a/search?query=" + q)
 	}
 	b.call("/v1/marketplace_a/search?limit=1")
+	b.do("GET", "/v1/marketplace_a/search?query=a")
 	b.call("/sandbox/marketplace_a/search?query=a")
+	b.call("/v1/company_registry/search?query=a")
+	b.p.Wait()
 	// Older outcomes have left the window.
 	if err := b.store.RecordOutcome(t.Context(), store.Outcome{Platform: "marketplace_a", Status: 502}, b.clock.Now().Add(-16*time.Minute)); err != nil {
 		t.Fatal(err)
@@ -37,8 +41,13 @@ func TestStatusFromRecordedOutcomes(t *testing.T) {
 			ma = m
 		}
 	}
-	if ma["requests"] != float64(5) || ma["errors"] != float64(1) || ma["error_rate"] != 0.2 || ma["state"] != "degraded" ||
+	if ma["requests"] != float64(4) || ma["errors"] != float64(1) || ma["error_rate"] != 0.25 || ma["state"] != "down" ||
 		ma["p50_ms"] != float64(10) || ma["p95_ms"] != float64(10) {
 		t.Errorf("marketplace_a: %v", ma)
+	}
+	for _, p := range d["platforms"].([]any) {
+		if m := p.(map[string]any); m["platform"] == "company_registry" && m["requests"] != float64(0) {
+			t.Errorf("a 501 is not the platform's health: %v", m)
+		}
 	}
 }

@@ -14,14 +14,43 @@ import (
 
 // Generate returns synthetic data for a JSON Schema (draft 2020-12 subset:
 // type, properties, items, anyOf/oneOf/allOf, enum, const, format,
-// minLength, required). seed makes it deterministic per request.
-func Generate(schema json.RawMessage, seed string) (any, error) {
+// minimum/maximum). seed makes it deterministic per request. Fields named
+// platform carry the platform's id, and count is the number of items, so
+// the data agrees with itself as real data does.
+func Generate(schema json.RawMessage, seed, platform string) (any, error) {
 	var s map[string]any
 	if err := json.Unmarshal(schema, &s); err != nil {
 		return nil, err
 	}
 	g := &gen{seed: seed}
-	return g.value(s, "data", 0), nil
+	data := g.value(s, "data", 0)
+	settle(data, platform)
+	return data, nil
+}
+
+// settle makes generated values consistent: platform fields name the
+// platform, and a count beside items counts them.
+func settle(v any, platform string) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, x := range t {
+			if k == "platform" {
+				if _, ok := x.(string); ok {
+					t[k] = platform
+				}
+			}
+			settle(x, platform)
+		}
+		if items, ok := t["items"].([]any); ok {
+			if _, ok := t["count"].(float64); ok {
+				t["count"] = float64(len(items))
+			}
+		}
+	case []any:
+		for _, x := range t {
+			settle(x, platform)
+		}
+	}
 }
 
 type gen struct {
@@ -116,10 +145,10 @@ func (g *gen) str(s map[string]any, name string) string {
 	lower := strings.ToLower(name)
 	format, _ := s["format"].(string)
 	switch {
-	case format == "date-time" || strings.HasSuffix(lower, "_at") || strings.HasSuffix(lower, "_date"):
-		return fmt.Sprintf("2026-01-%02dT12:00:00Z", 1+n%28)
-	case format == "date" || strings.HasSuffix(lower, "_on") || lower == "checkin_date" || lower == "checkout_date":
+	case format == "date" || strings.HasSuffix(lower, "_date") || strings.HasSuffix(lower, "_on"):
 		return fmt.Sprintf("2026-01-%02d", 1+n%28)
+	case format == "date-time" || strings.HasSuffix(lower, "_at"):
+		return fmt.Sprintf("2026-01-%02dT12:00:00Z", 1+n%28)
 	case format == "uri" || strings.Contains(lower, "url") || lower == "image" || lower == "thumbnail" || lower == "logo":
 		return fmt.Sprintf("https://example.com/sandbox/%s/%d", lower, n)
 	case lower == "id" || strings.HasSuffix(lower, "_id") || lower == "asin" || lower == "cid" || lower == "rkey":

@@ -13,17 +13,25 @@ const StatusWindow = 15 * time.Minute
 // last bucket holds everything slower. Percentiles report bucket bounds.
 var LatencyBucketsMS = []int64{10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000}
 
-// Outcome is one routed request's result, as status counts it.
+// Outcome is the result of one call that reached a data source (or the
+// cache), as status counts it.
 type Outcome struct {
 	Platform string
 	Status   int
-	Latency  time.Duration
+	// ErrorType is the failure's error type, empty on success.
+	ErrorType string
+	Latency   time.Duration
 }
 
 // Error reports whether the outcome counts against the platform's health:
-// a server-side failure, not the caller's mistake (4xx) and not a path
-// with no route configured (501).
-func (o Outcome) Error() bool { return o.Status >= 500 && o.Status != 501 }
+// the source failed or timed out, or serving it failed.
+func (o Outcome) Error() bool {
+	switch o.ErrorType {
+	case "UPSTREAM_ERROR", "UPSTREAM_TIMEOUT", "INTERNAL_ERROR":
+		return true
+	}
+	return false
+}
 
 // MinuteStats are one platform's counts for one minute.
 type MinuteStats struct {

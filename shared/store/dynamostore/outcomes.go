@@ -41,7 +41,7 @@ func (s *Store) RecordOutcome(ctx context.Context, o store.Outcome, now time.Tim
 
 func (s *Store) OutcomesSince(ctx context.Context, since, now time.Time) (map[string][]store.MinuteStats, error) {
 	out := map[string][]store.MinuteStats{}
-	for minute := since.Unix() / 60; minute <= now.Unix()/60; minute++ {
+	for minute := since.Unix()/60 + 1; minute <= now.Unix()/60; minute++ { // 15 buckets, this minute included
 		p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
 			TableName:                 s.table,
 			KeyConditionExpression:    aws.String("pk = :pk"),

@@ -700,7 +700,7 @@ func (s *Store) OutcomesSince(ctx context.Context, since, now time.Time) (map[st
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bOutcomes).Cursor()
 		end := minuteKey(now.Unix()/60+1, "")
-		for k, v := c.Seek(minuteKey(since.Unix()/60, "")); k != nil && string(k) < string(end); k, v = c.Next() {
+		for k, v := c.Seek(minuteKey(since.Unix()/60+1, "")); k != nil && string(k) < string(end); k, v = c.Next() { // 15 buckets
 			var m store.MinuteStats
 			if err := json.Unmarshal(v, &m); err != nil {
 				return err

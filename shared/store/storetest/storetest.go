@@ -1419,14 +1419,17 @@ func testOutcomes(t *testing.T, s store.Store) {
 	}
 	now := time.Date(2026, 11, 22, 12, 30, 0, 0, time.UTC)
 	platform := unique("platform_")
+	types := map[int]string{404: "RESOURCE_NOT_FOUND", 501: "ENDPOINT_NOT_AVAILABLE", 502: "UPSTREAM_ERROR", 504: "UPSTREAM_TIMEOUT"}
 	record := func(at time.Time, status int, ms int) {
 		t.Helper()
-		if err := o.RecordOutcome(ctx, store.Outcome{Platform: platform, Status: status, Latency: time.Duration(ms) * time.Millisecond}, at); err != nil {
+		out := store.Outcome{Platform: platform, Status: status, ErrorType: types[status], Latency: time.Duration(ms) * time.Millisecond}
+		if err := o.RecordOutcome(ctx, out, at); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Outside the window: never counted.
+	// Outside the window (15 minute buckets, this one included): never counted.
 	record(now.Add(-20*time.Minute), 502, 9000)
+	record(now.Add(-15*time.Minute), 502, 9000)
 	// Inside: 20 requests, 2 server errors, 1 client error, 1 unrouted.
 	for i := 0; i < 16; i++ {
 		record(now.Add(-time.Duration(i%10)*time.Minute), 200, 20+i) // 25 ms bucket for i<6, 50 ms for the rest
