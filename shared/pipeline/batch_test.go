@@ -199,3 +199,37 @@ func TestBatchesHoldNoSlotAndDocumentsAreRefused(t *testing.T) {
 		t.Errorf("a document item: %+v", w.Results)
 	}
 }
+
+// The issue's mix in one batch of 20: successes, 422s, an item the wallet
+// cannot pay and upstream failures; each outcome touches only its item.
+func TestBatchOfTwentyWithEveryOutcome(t *testing.T) { testBatchOfTwentyWithEveryOutcome(t, newBilled) }
+
+func testBatchOfTwentyWithEveryOutcome(t *testing.T, newBilled billedFactory) {
+	b := newBilled(t, 14, nil) // never enough for a 15-credit call, always for the rest
+	var specs []string
+	want := map[int]int{}
+	add := func(spec string, status int) { want[len(specs)] = status; specs = append(specs, spec) }
+	add(search("s1"), 200)
+	add(`{"platform":"web","endpoint":"social-profiles","params":{"platform":"microblog_b","handle":"x"}}`, 402)
+	add(search("fail"), 502)
+	add(search("s2"), 200)
+	add(search("fail"), 502)
+	for len(specs) < 20 {
+		add(`{"platform":"company_registry","endpoint":"search","params":{"limit":500}}`, 422)
+	}
+	_, w := b.batch(items(specs...))
+	if w.Count != 20 || w.Succeeded != 2 || w.Failed != 18 || w.CreditsUsed != 6 {
+		t.Fatalf("%+v", w)
+	}
+	for i, res := range w.Results {
+		if res.Index != i || res.Status != want[i] {
+			t.Errorf("item %d: %d, want %d", i, res.Status, want[i])
+		}
+	}
+	if w.Results[1].Error.Type != "INSUFFICIENT_CREDITS" {
+		t.Errorf("%+v", w.Results[1].Error)
+	}
+	if a, _ := b.store.Account(t.Context(), b.account.ID); a.CreditsRemaining != 8 {
+		t.Errorf("balance %d: two successes charged, failures refunded", a.CreditsRemaining)
+	}
+}

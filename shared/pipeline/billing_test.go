@@ -134,7 +134,7 @@ func newBilledOn(t *testing.T, s billedStore, credits int64, limit *int64, mutat
 	b.harness = newHarness(t, append([]func(*Config){func(c *Config) {
 		c.Keys = nil
 		c.Store = s
-		c.Handlers = map[string]Handler{"marketplace_a/search": adapter, "microblog_b/search-posts": adapter}
+		c.Handlers = map[string]Handler{"marketplace_a/search": adapter, "microblog_b/search-posts": adapter, "web/social-profiles": adapter}
 		c.Cache = s
 		c.Idempotency = s
 		c.Now = b.clock.Now

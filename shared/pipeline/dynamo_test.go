@@ -13,6 +13,7 @@ func TestOnDynamoDB(t *testing.T) {
 		return newBilledOn(t, dynamotest.NewStore(t), credits, limit, mutate...)
 	}
 	for name, test := range map[string]func(*testing.T, billedFactory){
+		"BatchOfTwentyWithEveryOutcome":                testBatchOfTwentyWithEveryOutcome,
 		"BatchOfMixedItems":                            testBatchOfMixedItems,
 		"BatchItemOutOfCreditsTouchesOnlyItself":       testBatchItemOutOfCreditsTouchesOnlyItself,
 		"CacheMissThenHitCostsNothing":                 testCacheMissThenHitCostsNothing,
