@@ -1,0 +1,167 @@
+// Package adaptertest runs adapters against the replay upstream in tests:
+// a request is validated by the registry (defaults applied) exactly as the
+// pipeline would, served by a Runner whose only provider is the one under
+// test, and its data compared with a golden file and the endpoint's schema.
+package adaptertest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/meridian-data/meridian/shared/params"
+	"github.com/meridian-data/meridian/shared/registry"
+	"github.com/meridian-data/meridian/shared/schemas"
+	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/replay"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files from the adapters' output")
+
+// Root is the repository root (the folder holding go.mod).
+func Root(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test's folder")
+		}
+		dir = parent
+	}
+}
+
+// FixturesDir is testdata/upstream.
+func FixturesDir(t testing.TB) string { return filepath.Join(Root(t), replay.DefaultDir) }
+
+// Upstream is a provider under test behind the replay upstream.
+type Upstream struct {
+	Provider *upstream.Provider
+	Replay   *replay.Server
+	Runner   *upstream.Runner
+}
+
+// Options keep tests quick: short timeouts and backoff.
+var Options = upstream.Options{
+	AttemptTimeout: 2 * time.Second,
+	Timeout:        5 * time.Second,
+	BackoffBase:    5 * time.Millisecond,
+	BackoffMax:     20 * time.Millisecond,
+}
+
+// Start serves testdata/upstream through a replay server and builds a
+// runner with p as the only provider. secrets are the configured
+// credentials (nil: replay placeholders for the required ones).
+func Start(t testing.TB, p *upstream.Provider, secrets map[string]string) *Upstream {
+	t.Helper()
+	srv, err := replay.Load(FixturesDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, stop, err := srv.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stop() })
+	lookup := func(name string) (string, bool) {
+		v, ok := secrets[name]
+		return v, ok
+	}
+	runner := upstream.NewRunner([]*upstream.Provider{p}, upstream.Settings{
+		Lookup: lookup, ReplayURL: base, Options: Options,
+	})
+	return &Upstream{Provider: p, Replay: srv, Runner: runner}
+}
+
+// Serve validates query for endpoint as the pipeline does and runs it.
+func (u *Upstream) Serve(t testing.TB, endpoint, query string) upstream.Outcome {
+	t.Helper()
+	e, ok := registry.Default().Endpoint(endpoint)
+	if !ok {
+		t.Fatalf("%s is not in the registry", endpoint)
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, verr := params.Validate(e, q, nil)
+	if verr != nil {
+		t.Fatalf("%s?%s does not validate: %v", endpoint, query, verr)
+	}
+	return u.Runner.Serve(context.Background(), endpoint, res.Values)
+}
+
+// Data serves the request, requires success, checks the data against the
+// endpoint's schema and the golden file testdata/upstream/<provider>/golden/<name>.json,
+// and returns the data as plain JSON values.
+func (u *Upstream) Data(t testing.TB, endpoint, query, golden string) map[string]any {
+	t.Helper()
+	out := u.Serve(t, endpoint, query)
+	if out.Fault != nil {
+		t.Fatalf("%s?%s failed: %v", endpoint, query, out.Fault)
+	}
+	if err := schemas.Validate(endpoint, out.Data); err != nil {
+		t.Fatalf("%s?%s: data does not validate against the schema: %v", endpoint, query, err)
+	}
+	got, err := json.MarshalIndent(out.Data, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	path := filepath.Join(FixturesDir(t), u.Provider.Name, "golden", golden+".json")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("golden file: %v (run the test with -update to write it, then review it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s?%s: data differs from %s\n got: %s\nwant: %s", endpoint, query, path, got, want)
+	}
+	var plain map[string]any
+	if err := json.Unmarshal(got, &plain); err != nil {
+		t.Fatal(err)
+	}
+	return plain
+}
+
+// Fault serves the request and requires it to fail with kind.
+func (u *Upstream) Fault(t testing.TB, endpoint, query string, kind upstream.FaultKind) upstream.Outcome {
+	t.Helper()
+	out := u.Serve(t, endpoint, query)
+	if out.Fault == nil {
+		t.Fatalf("%s?%s succeeded; want fault %s", endpoint, query, kind)
+	}
+	if out.Fault.Kind != kind {
+		t.Fatalf("%s?%s: fault %s (%v); want %s", endpoint, query, out.Fault.Kind, out.Fault, kind)
+	}
+	return out
+}
+
+// LastRequest is the last request the replay upstream received.
+func (u *Upstream) LastRequest(t testing.TB) replay.Request {
+	t.Helper()
+	reqs := u.Replay.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the replay upstream received no request")
+	}
+	return reqs[len(reqs)-1]
+}

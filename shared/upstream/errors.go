@@ -1,0 +1,59 @@
+package upstream
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/meridian-data/meridian/shared/envelope"
+)
+
+// Error is the caller's typed error for an outcome that carries no data
+// (spec 7): the final fault's mapping, or 503 when every route was cooling.
+// Messages name the source neutrally, never the provider.
+func (o Outcome) Error() *envelope.Error {
+	f := o.Fault
+	if f == nil {
+		if o.Skipped > 0 {
+			return withRetryAfter(envelope.New(envelope.UpstreamError, http.StatusServiceUnavailable,
+				"The source is in a short cooldown after repeated failures and was not called; retry after the retry-after wait.", nil), o.Skipped)
+		}
+		return envelope.New(envelope.EndpointNotAvailable, http.StatusNotImplemented,
+			"No live data source is configured for this endpoint.", nil)
+	}
+	switch f.Kind {
+	case NotFound:
+		return envelope.New(envelope.ResourceNotFound, http.StatusNotFound,
+			"The source has no such record.", nil)
+	case Timeout:
+		return envelope.New(envelope.UpstreamTimeout, http.StatusGatewayTimeout,
+			"The source did not answer within the adapter timeout; retry with backoff.", nil)
+	case RateLimited:
+		e := envelope.New(envelope.UpstreamError, http.StatusTooManyRequests,
+			"The source's own rate limit is exhausted; retry later.", nil)
+		return withRetryAfter(e, f.RetryAfter)
+	case Rejected:
+		if f.Field != "" {
+			return envelope.New(envelope.InvalidParameters, http.StatusUnprocessableEntity,
+				f.Field+" leads to an address that is not fetched: "+f.Reason,
+				map[string]any{"field": f.Field, "reason": "unsafe_url"})
+		}
+		return envelope.New(envelope.UpstreamError, http.StatusBadGateway,
+			"The source refused the request.", nil)
+	case Malformed:
+		return envelope.New(envelope.UpstreamError, http.StatusBadGateway,
+			"The source's answer could not be read.", nil)
+	}
+	// ServerError, Transport.
+	return envelope.New(envelope.UpstreamError, http.StatusBadGateway,
+		"The source failed to answer; retry with backoff.", nil)
+}
+
+// withRetryAfter sets retry-after in whole seconds, rounded up, when known.
+func withRetryAfter(e *envelope.Error, d time.Duration) *envelope.Error {
+	if d <= 0 {
+		return e
+	}
+	return e.WithHeader("retry-after", strconv.Itoa(int(math.Ceil(d.Seconds()))))
+}

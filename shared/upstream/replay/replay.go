@@ -1,0 +1,276 @@
+// Package replay is the replay upstream: an HTTP server that answers
+// provider requests from recorded or documented payloads under
+// testdata/upstream/<provider>/, with fault injection. Tests run every
+// adapter against it, and MERIDIAN_UPSTREAM=replay points the local server
+// at it so that every wired route answers offline.
+//
+// A fixture is one JSON file:
+//
+//	{
+//	  "match":    {"method": "GET", "path": "/users/*", "query": {"q": "golang", "cursor": "*"}},
+//	  "default":  false,
+//	  "response": {"status": 200, "headers": {"retry-after": "3"}, "body": {...}, "delay_ms": 0},
+//	  "fault":    ""
+//	}
+//
+// match.path is a path.Match pattern relative to the provider's base URL;
+// match.query values must equal the request's ("*": present with any
+// value). The most specific matching fixture answers (the most query
+// constraints, then file order); a request no fixture matches gets the
+// provider's default fixture for that path ("default": true), so any valid
+// request is answered. response.body is JSON; response.body_text is sent
+// verbatim instead (malformed bodies). fault injects a transport failure:
+// "reset" closes the connection without an answer, "truncate" sends half
+// of the body after announcing all of it.
+package replay
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultDir is where the fixtures live, relative to the repository root.
+const DefaultDir = "testdata/upstream"
+
+// Fixture is one recorded or documented upstream exchange.
+type Fixture struct {
+	Match struct {
+		Method string            `json:"method"`
+		Path   string            `json:"path"`
+		Query  map[string]string `json:"query"`
+	} `json:"match"`
+	Default  bool `json:"default"`
+	Response struct {
+		Status   int               `json:"status"`
+		Headers  map[string]string `json:"headers"`
+		Body     json.RawMessage   `json:"body"`
+		BodyText *string           `json:"body_text"`
+		DelayMS  int               `json:"delay_ms"`
+	} `json:"response"`
+	Fault string `json:"fault"`
+
+	file string
+}
+
+// Request is a request the server received, for tests to inspect.
+type Request struct {
+	Provider string
+	Method   string
+	Path     string
+	Query    map[string][]string
+	Header   http.Header
+	Fixture  string // the file that answered; "" when none did
+}
+
+// Server serves fixtures by provider.
+type Server struct {
+	mu        sync.Mutex
+	providers map[string][]*Fixture
+	requests  []Request
+}
+
+// Load reads dir/<provider>/*.json.
+func Load(dir string) (*Server, error) {
+	s := &Server{providers: map[string][]*Fixture{}}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range entries {
+		if !d.IsDir() {
+			continue
+		}
+		files, err := filepath.Glob(filepath.Join(dir, d.Name(), "*.json"))
+		if err != nil {
+			return nil, err
+		}
+		sort.Strings(files)
+		for _, f := range files {
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				return nil, err
+			}
+			var fx Fixture
+			if err := json.Unmarshal(raw, &fx); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+			if err := s.Add(d.Name(), filepath.Base(f), fx); err != nil {
+				return nil, fmt.Errorf("%s: %w", f, err)
+			}
+		}
+	}
+	return s, nil
+}
+
+// New is an empty server; tests add fixtures with Add.
+func New() *Server { return &Server{providers: map[string][]*Fixture{}} }
+
+// Add registers a fixture for provider under a name (its file name).
+func (s *Server) Add(provider, name string, fx Fixture) error {
+	if fx.Match.Path == "" {
+		return fmt.Errorf("fixture %s has no match.path", name)
+	}
+	if _, err := path.Match(fx.Match.Path, "/"); err != nil {
+		return fmt.Errorf("fixture %s: bad match.path: %w", name, err)
+	}
+	if fx.Fault != "" && fx.Fault != "reset" && fx.Fault != "truncate" {
+		return fmt.Errorf("fixture %s: unknown fault %q", name, fx.Fault)
+	}
+	if fx.Match.Method == "" {
+		fx.Match.Method = http.MethodGet
+	}
+	if fx.Response.Status == 0 {
+		fx.Response.Status = http.StatusOK
+	}
+	fx.file = name
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.providers[provider] = append(s.providers[provider], &fx)
+	return nil
+}
+
+// Providers lists the providers that have fixtures.
+func (s *Server) Providers() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.providers))
+	for n := range s.providers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Requests returns what the server has received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// find picks the fixture that answers a request, or nil.
+func (s *Server) find(provider string, r *http.Request, rest string) *Fixture {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var best, fallback *Fixture
+	q := r.URL.Query()
+	for _, fx := range s.providers[provider] {
+		if fx.Match.Method != r.Method {
+			continue
+		}
+		if ok, _ := path.Match(fx.Match.Path, rest); !ok {
+			continue
+		}
+		if fx.Default {
+			if fallback == nil {
+				fallback = fx
+			}
+			continue
+		}
+		if queryMatches(fx.Match.Query, q) && (best == nil || len(fx.Match.Query) > len(best.Match.Query)) {
+			best = fx
+		}
+	}
+	if best != nil {
+		return best
+	}
+	return fallback
+}
+
+func queryMatches(want map[string]string, got map[string][]string) bool {
+	for k, v := range want {
+		values, ok := got[k]
+		if !ok || (v != "*" && (len(values) == 0 || values[0] != v)) {
+			return false
+		}
+	}
+	return true
+}
+
+// ServeHTTP answers /<provider>/<path>.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	provider, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	rest = "/" + rest
+	fx := s.find(provider, r, rest)
+	rec := Request{Provider: provider, Method: r.Method, Path: rest, Query: r.URL.Query(), Header: r.Header.Clone()}
+	if fx != nil {
+		rec.Fixture = fx.file
+	}
+	s.mu.Lock()
+	s.requests = append(s.requests, rec)
+	s.mu.Unlock()
+	if fx == nil {
+		w.Header().Set("x-replay", "no-fixture")
+		http.Error(w, "replay upstream: no fixture for "+r.Method+" "+r.URL.Path, http.StatusInternalServerError)
+		return
+	}
+	if fx.Response.DelayMS > 0 {
+		select {
+		case <-time.After(time.Duration(fx.Response.DelayMS) * time.Millisecond):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	body := []byte(fx.Response.Body)
+	if fx.Response.BodyText != nil {
+		body = []byte(*fx.Response.BodyText)
+	}
+	switch fx.Fault {
+	case "reset":
+		reset(w)
+		return
+	case "truncate":
+		w.Header().Set("content-length", fmt.Sprint(len(body)))
+		w.WriteHeader(fx.Response.Status)
+		_, _ = w.Write(body[:len(body)/2])
+		// Returning with bytes unsent makes net/http close the connection.
+		return
+	}
+	for k, v := range fx.Response.Headers {
+		w.Header().Set(k, v)
+	}
+	if w.Header().Get("content-type") == "" && fx.Response.BodyText == nil {
+		w.Header().Set("content-type", "application/json")
+	}
+	w.WriteHeader(fx.Response.Status)
+	_, _ = w.Write(body)
+}
+
+// reset drops the connection with a TCP reset, before any answer.
+func reset(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic(http.ErrAbortHandler)
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		_ = tcp.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+// Listen serves on addr (e.g. 127.0.0.1:0) until stop is called, and
+// returns the base URL providers are placed under.
+func (s *Server) Listen(addr string) (baseURL string, stop func() error, err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 5 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), srv.Close, nil
+}

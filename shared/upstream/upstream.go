@@ -1,0 +1,164 @@
+// Package upstream is the layer between a data endpoint and the third-party
+// sources that answer it. A Provider speaks one publicly documented
+// protocol; for each endpoint it serves it has an Adapter that fetches and
+// maps the payload to the spec's data shape. A Runner tries an endpoint's
+// eligible routes in order, with per-attempt and overall timeouts, jittered
+// retries of retryable faults, a short cooldown for failing routes and
+// failover, and maps the final fault to the spec's typed error.
+package upstream
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Provider is one upstream service. Its Name is internal (logs, usage
+// records, configuration and fixture folders); the public API names only
+// the neutral platform identifiers.
+type Provider struct {
+	// Name is a lowercase identifier such as "github". It names the base
+	// URL variable MERIDIAN_UPSTREAM_<NAME>_URL, the folder of replay
+	// fixtures testdata/upstream/<name>/ and the route in served_by.
+	Name     string
+	Protocol string // what the provider speaks, in words
+	Docs     string // where that protocol is documented
+	// BaseURL is the public default; configuration may point it at a proxy,
+	// a regional endpoint or the replay upstream. Empty for a provider that
+	// answers from data Meridian ships (Static).
+	BaseURL string
+	// Secrets are the credentials the provider reads; a route is eligible
+	// only when every Required one is configured.
+	Secrets []Secret
+	// AttemptTimeout bounds one attempt; zero means the runner's default.
+	AttemptTimeout time.Duration
+	// Static providers answer without a network call and never fail over.
+	Static bool
+	// Endpoints maps endpoint keys (platform/id) to adapters, in the order
+	// of preference among this provider's endpoints (irrelevant); an
+	// endpoint's route order is the order of providers in the list given
+	// to NewRunner.
+	Endpoints map[string]Adapter
+}
+
+// Secret is one configuration value a provider reads: an environment
+// variable locally, a key of the Secrets Manager secret in AWS.
+type Secret struct {
+	Name     string // e.g. MERIDIAN_GITHUB_TOKEN
+	Required bool
+	Doc      string
+}
+
+// BaseURLVar is the variable that overrides a provider's base URL.
+func (p *Provider) BaseURLVar() string {
+	return "MERIDIAN_UPSTREAM_" + strings.ToUpper(p.Name) + "_URL"
+}
+
+// Adapter performs one attempt of an endpoint over its provider: it makes
+// the upstream requests through c and maps the payload to the endpoint's
+// data shape. It returns a *Fault for upstream failures; any other error
+// counts as an unmappable answer (502).
+type Adapter func(ctx context.Context, c *Call) (any, error)
+
+// Call is what an adapter sees for one attempt.
+type Call struct {
+	// Params are the validated parameters by canonical name, defaults applied.
+	Params  map[string]string
+	BaseURL string
+	Now     time.Time
+	secrets map[string]string
+	client  *http.Client
+	public  *URLPolicy
+	route   string
+}
+
+// Param returns a validated parameter's value ("" when absent).
+func (c *Call) Param(name string) string { return c.Params[name] }
+
+// Secret returns a configured credential ("" when not configured).
+func (c *Call) Secret(name string) string { return c.secrets[name] }
+
+// FaultKind classifies why an attempt failed; it decides retry, failover,
+// cooldown and the error the caller sees.
+type FaultKind string
+
+const (
+	// Timeout: the attempt did not finish in time (504 when final).
+	Timeout FaultKind = "timeout"
+	// Transport: connection refused or reset, or a body cut short (502).
+	Transport FaultKind = "transport"
+	// ServerError: the upstream answered 5xx (502).
+	ServerError FaultKind = "server_error"
+	// RateLimited: the upstream refused for its own rate limit (429).
+	RateLimited FaultKind = "rate_limited"
+	// Malformed: the body could not be parsed or mapped (502).
+	Malformed FaultKind = "malformed"
+	// Rejected: the upstream refused the request itself, e.g. bad
+	// credentials or a parameter it does not accept (502).
+	Rejected FaultKind = "rejected"
+	// NotFound: the requested thing does not exist (404), a definitive
+	// answer: never retried nor asked of another route.
+	NotFound FaultKind = "not_found"
+)
+
+// retryable faults may succeed on a second attempt of the same route.
+func (k FaultKind) retryable() bool {
+	return k == Timeout || k == Transport || k == ServerError
+}
+
+// countsTowardCooldown: faults that say the route is unhealthy, as opposed
+// to answers about this request.
+func (k FaultKind) countsTowardCooldown() bool {
+	return k != NotFound && k != Rejected
+}
+
+// Fault is an upstream failure of one attempt.
+type Fault struct {
+	Kind FaultKind
+	// Status is the upstream HTTP status, when one came.
+	Status int
+	// RetryAfter is the upstream's requested wait, when it gave one.
+	RetryAfter time.Duration
+	// Reason says what happened, for logs; never credentials.
+	Reason string
+	// Field names the parameter whose URL was refused (a redirect to a
+	// private address): the caller's error is then 422 naming it.
+	Field string
+}
+
+func (f *Fault) Error() string {
+	if f.Status != 0 {
+		return fmt.Sprintf("upstream %s (HTTP %d): %s", f.Kind, f.Status, f.Reason)
+	}
+	return fmt.Sprintf("upstream %s: %s", f.Kind, f.Reason)
+}
+
+// NotFoundFault is an adapter's definitive "does not exist".
+func NotFoundFault(reason string) *Fault { return &Fault{Kind: NotFound, Reason: reason} }
+
+// MalformedFault is an adapter's "the answer cannot be mapped".
+func MalformedFault(format string, args ...any) *Fault {
+	return &Fault{Kind: Malformed, Reason: fmt.Sprintf(format, args...)}
+}
+
+// StatusFault is the default classification of a non-2xx upstream status.
+func StatusFault(status int, header http.Header) *Fault {
+	f := &Fault{Status: status, Reason: http.StatusText(status)}
+	switch {
+	case status == http.StatusNotFound || status == http.StatusGone:
+		f.Kind = NotFound
+	case status == http.StatusTooManyRequests:
+		f.Kind = RateLimited
+		f.RetryAfter = parseRetryAfter(header.Get("retry-after"), time.Now())
+	case status == http.StatusRequestTimeout || status == http.StatusGatewayTimeout:
+		f.Kind = Timeout
+	case status >= 500:
+		f.Kind = ServerError
+		f.RetryAfter = parseRetryAfter(header.Get("retry-after"), time.Now())
+	default:
+		f.Kind = Rejected
+	}
+	return f
+}
