@@ -1,0 +1,280 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/meridian-data/meridian/shared/envelope"
+)
+
+// quick keeps retries and timeouts short.
+var quick = Options{
+	AttemptTimeout: 300 * time.Millisecond,
+	Timeout:        2 * time.Second,
+	BackoffBase:    2 * time.Millisecond,
+	BackoffMax:     10 * time.Millisecond,
+}
+
+// scripted is an upstream whose answers are chosen per request number.
+type scripted struct {
+	calls  atomic.Int32
+	answer func(n int, w http.ResponseWriter, r *http.Request)
+}
+
+func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.answer(int(s.calls.Add(1)), w, r)
+}
+
+func serveJSON(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("content-type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(body))
+}
+
+// echoAdapter fetches /thing and returns its "name".
+func echoAdapter(ctx context.Context, c *Call) (any, error) {
+	var out struct {
+		Name *string `json:"name"`
+	}
+	if _, err := c.GetJSON(ctx, "/thing", nil, nil, &out); err != nil {
+		return nil, err
+	}
+	if out.Name == nil {
+		return nil, MalformedFault("no name")
+	}
+	return map[string]any{"name": *out.Name}, nil
+}
+
+// upstreamWith starts s and a provider named name pointing at it.
+func upstreamWith(t *testing.T, name string, s *scripted) *Provider {
+	t.Helper()
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return &Provider{Name: name, BaseURL: srv.URL, Endpoints: map[string]Adapter{"test/thing": echoAdapter}}
+}
+
+func runner(opts Options, providers ...*Provider) *Runner {
+	return NewRunner(providers, Settings{Options: opts})
+}
+
+func TestFaultMatrix(t *testing.T) {
+	cases := []struct {
+		name         string
+		answer       func(n int, w http.ResponseWriter, r *http.Request)
+		wantKind     FaultKind
+		wantStatus   int
+		wantType     envelope.Type
+		wantAttempts int
+		retryAfter   string
+	}{
+		{"5xx is retried then 502", func(_ int, w http.ResponseWriter, _ *http.Request) { serveJSON(w, 500, `{}`) },
+			ServerError, 502, envelope.UpstreamError, 3, ""},
+		{"rate limit is 429 with retry-after, not retried", func(_ int, w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("retry-after", "7")
+			serveJSON(w, 429, `{}`)
+		}, RateLimited, 429, envelope.UpstreamError, 1, "7"},
+		{"malformed body is 502, not retried", func(_ int, w http.ResponseWriter, _ *http.Request) { serveJSON(w, 200, `{"name": `) },
+			Malformed, 502, envelope.UpstreamError, 1, ""},
+		{"unmappable body is 502", func(_ int, w http.ResponseWriter, _ *http.Request) { serveJSON(w, 200, `{"other": 1}`) },
+			Malformed, 502, envelope.UpstreamError, 1, ""},
+		{"not found is 404, definitive", func(_ int, w http.ResponseWriter, _ *http.Request) { serveJSON(w, 404, `{}`) },
+			NotFound, 404, envelope.ResourceNotFound, 1, ""},
+		{"refusal is 502, not retried", func(_ int, w http.ResponseWriter, _ *http.Request) { serveJSON(w, 401, `{}`) },
+			Rejected, 502, envelope.UpstreamError, 1, ""},
+		{"per-attempt timeout is retried then 504", func(_ int, w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done()
+		}, Timeout, 504, envelope.UpstreamTimeout, 3, ""},
+		{"connection reset is retried then 502", func(_ int, w http.ResponseWriter, _ *http.Request) {
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.(*net.TCPConn).SetLinger(0)
+			conn.Close()
+		}, Transport, 502, envelope.UpstreamError, 3, ""},
+		{"truncated body is retried then 502", func(_ int, w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("content-length", "100")
+			w.WriteHeader(200)
+			_, _ = w.Write([]byte(`{"name":`))
+		}, Transport, 502, envelope.UpstreamError, 3, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			up := &scripted{answer: tc.answer}
+			r := runner(quick, upstreamWith(t, "one", up))
+			out := r.Serve(context.Background(), "test/thing", nil)
+			if out.Fault == nil || out.Fault.Kind != tc.wantKind {
+				t.Fatalf("fault = %v; want %s", out.Fault, tc.wantKind)
+			}
+			if out.Trace.Attempts != tc.wantAttempts || int(up.calls.Load()) != tc.wantAttempts {
+				t.Fatalf("attempts = %d (upstream saw %d); want %d", out.Trace.Attempts, up.calls.Load(), tc.wantAttempts)
+			}
+			e := out.Error()
+			if e.Status != tc.wantStatus || e.Type != tc.wantType {
+				t.Fatalf("error = %d %s; want %d %s", e.Status, e.Type, tc.wantStatus, tc.wantType)
+			}
+			if got := e.Header.Get("retry-after"); got != tc.retryAfter {
+				t.Fatalf("retry-after = %q; want %q", got, tc.retryAfter)
+			}
+		})
+	}
+}
+
+func TestRetrySucceeds(t *testing.T) {
+	up := &scripted{answer: func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n < 3 {
+			serveJSON(w, 503, `{}`)
+			return
+		}
+		serveJSON(w, 200, `{"name":"ok"}`)
+	}}
+	out := runner(quick, upstreamWith(t, "one", up)).Serve(context.Background(), "test/thing", nil)
+	if out.Fault != nil || out.Trace.Attempts != 3 || out.Trace.ServedBy != "one" {
+		t.Fatalf("outcome = %+v", out)
+	}
+	if len(out.Trace.Legs) != 1 || !out.Trace.Legs[0].OK || out.Trace.Legs[0].Attempts != 3 {
+		t.Fatalf("legs = %+v", out.Trace.Legs)
+	}
+}
+
+func TestRetryAfterBeyondBudgetStopsRetries(t *testing.T) {
+	up := &scripted{answer: func(_ int, w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("retry-after", "60")
+		serveJSON(w, 503, `{}`)
+	}}
+	out := runner(quick, upstreamWith(t, "one", up)).Serve(context.Background(), "test/thing", nil)
+	if out.Fault == nil || out.Trace.Attempts != 1 {
+		t.Fatalf("a 503 asking for 60 s was retried: %+v", out.Trace)
+	}
+}
+
+func TestOverallTimeout(t *testing.T) {
+	slow := &scripted{answer: func(_ int, w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }}
+	opts := quick
+	opts.AttemptTimeout, opts.Timeout = time.Second, 150*time.Millisecond
+	start := time.Now()
+	out := runner(opts, upstreamWith(t, "one", slow), upstreamWith(t, "two", slow)).Serve(context.Background(), "test/thing", nil)
+	if time.Since(start) > time.Second {
+		t.Fatalf("the overall timeout did not bound the call: %v", time.Since(start))
+	}
+	if out.Fault == nil || out.Fault.Kind != Timeout || out.Error().Status != http.StatusGatewayTimeout {
+		t.Fatalf("outcome = %+v", out)
+	}
+}
+
+func TestFailoverToNextRoute(t *testing.T) {
+	bad := &scripted{answer: func(_ int, w http.ResponseWriter, _ *http.Request) { serveJSON(w, 500, `{}`) }}
+	good := &scripted{answer: func(_ int, w http.ResponseWriter, _ *http.Request) { serveJSON(w, 200, `{"name":"b"}`) }}
+	out := runner(quick, upstreamWith(t, "a", bad), upstreamWith(t, "b", good)).Serve(context.Background(), "test/thing", nil)
+	if out.Fault != nil || out.Trace.ServedBy != "b" || out.Trace.Attempts != 4 {
+		t.Fatalf("outcome = %+v", out)
+	}
+	legs, _ := json.Marshal(out.Trace.Legs)
+	if string(legs) != `[{"served_by":"a","attempts":3,"ok":false,"status":500,"fault":"server_error"},{"served_by":"b","attempts":1,"ok":true}]` {
+		t.Fatalf("legs = %s", legs)
+	}
+}
+
+func TestNotFoundIsNotAskedOfAnotherRoute(t *testing.T) {
+	missing := &scripted{answer: func(_ int, w http.ResponseWriter, _ *http.Request) { serveJSON(w, 404, `{}`) }}
+	other := &scripted{answer: func(_ int, w http.ResponseWriter, _ *http.Request) { serveJSON(w, 200, `{"name":"b"}`) }}
+	out := runner(quick, upstreamWith(t, "a", missing), upstreamWith(t, "b", other)).Serve(context.Background(), "test/thing", nil)
+	if out.Fault == nil || out.Fault.Kind != NotFound || other.calls.Load() != 0 {
+		t.Fatalf("outcome = %+v; second route called %d times", out, other.calls.Load())
+	}
+}
+
+func TestCooldown(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	opts := quick
+	opts.CooldownAfter, opts.Cooldown = 3, 30*time.Second
+	opts.Now = func() time.Time { return now }
+	bad := &scripted{answer: func(_ int, w http.ResponseWriter, _ *http.Request) { serveJSON(w, 502, `{}`) }}
+	r := runner(opts, upstreamWith(t, "a", bad))
+	if out := r.Serve(context.Background(), "test/thing", nil); out.Fault == nil || out.Trace.Attempts != 3 {
+		t.Fatalf("first call: %+v", out)
+	}
+	// Three unhealthy attempts: the route rests and is not called.
+	out := r.Serve(context.Background(), "test/thing", nil)
+	if bad.calls.Load() != 3 || out.Trace.Attempts != 0 {
+		t.Fatalf("a cooling route was called: upstream saw %d", bad.calls.Load())
+	}
+	e := out.Error()
+	if e.Status != http.StatusServiceUnavailable || e.Type != envelope.UpstreamError || e.Header.Get("retry-after") != "30" {
+		t.Fatalf("cooling error = %d %s retry-after %q", e.Status, e.Type, e.Header.Get("retry-after"))
+	}
+	now = now.Add(20 * time.Second)
+	if got := r.Serve(context.Background(), "test/thing", nil).Error().Header.Get("retry-after"); got != "10" {
+		t.Fatalf("retry-after 20 s into the cooldown = %q; want 10", got)
+	}
+	now = now.Add(11 * time.Second)
+	r.Serve(context.Background(), "test/thing", nil)
+	if bad.calls.Load() == 3 {
+		t.Fatal("the route was not called again after its cooldown")
+	}
+}
+
+func TestCoolingRouteFailsOver(t *testing.T) {
+	opts := quick
+	opts.CooldownAfter = 1
+	bad := &scripted{answer: func(_ int, w http.ResponseWriter, _ *http.Request) { serveJSON(w, 500, `{}`) }}
+	good := &scripted{answer: func(_ int, w http.ResponseWriter, _ *http.Request) { serveJSON(w, 200, `{"name":"b"}`) }}
+	r := runner(opts, upstreamWith(t, "a", bad), upstreamWith(t, "b", good))
+	r.Serve(context.Background(), "test/thing", nil)
+	out := r.Serve(context.Background(), "test/thing", nil)
+	if out.Fault != nil || out.Trace.ServedBy != "b" || len(out.Trace.Legs) != 1 {
+		t.Fatalf("outcome = %+v", out)
+	}
+	if bad.calls.Load() != 1 {
+		t.Fatalf("cooling route called %d times; want 1 (cooldown after the first failure)", bad.calls.Load())
+	}
+}
+
+func TestEligibility(t *testing.T) {
+	p := &Provider{
+		Name: "keyed", BaseURL: "https://api.example.test",
+		Secrets:   []Secret{{Name: "MERIDIAN_KEYED_KEY", Required: true}, {Name: "MERIDIAN_KEYED_OPTIONAL"}},
+		Endpoints: map[string]Adapter{"test/thing": echoAdapter},
+	}
+	env := map[string]string{}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	if NewRunner([]*Provider{p}, Settings{Lookup: lookup}).Eligible("test/thing") {
+		t.Fatal("eligible without its required secret")
+	}
+	env["MERIDIAN_KEYED_KEY"] = "k"
+	env["MERIDIAN_UPSTREAM_KEYED_URL"] = "http://proxy.internal:8080"
+	r := NewRunner([]*Provider{p}, Settings{Lookup: lookup})
+	rt := r.routes["test/thing"][0]
+	if !r.Eligible("test/thing") || rt.baseURL != "http://proxy.internal:8080" || rt.secrets["MERIDIAN_KEYED_KEY"] != "k" {
+		t.Fatalf("route = %+v", rt)
+	}
+	if _, set := rt.secrets["MERIDIAN_KEYED_OPTIONAL"]; set {
+		t.Fatal("an unset optional secret was given a value")
+	}
+	// Replay mode: eligible with placeholders, pointed at the replay upstream.
+	delete(env, "MERIDIAN_KEYED_KEY")
+	r = NewRunner([]*Provider{p}, Settings{Lookup: lookup, ReplayURL: "http://127.0.0.1:9"})
+	rt = r.routes["test/thing"][0]
+	if rt.baseURL != "http://127.0.0.1:9/keyed" || rt.secrets["MERIDIAN_KEYED_KEY"] != ReplaySecret {
+		t.Fatalf("replay route = %+v", rt)
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Duration{
+		"":                              0,
+		"5":                             5 * time.Second,
+		"-1":                            0,
+		"soon":                          0,
+		"Sun, 22 Nov 2026 12:00:30 GMT": 30 * time.Second,
+		"Sun, 22 Nov 2026 11:00:00 GMT": 0,
+	} {
+		if got := parseRetryAfter(in, now); got != want {
+			t.Errorf("parseRetryAfter(%q) = %v; want %v", in, got, want)
+		}
+	}
+}
