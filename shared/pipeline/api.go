@@ -63,6 +63,7 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 		return
 	}
 	call := &Call{RequestID: x.requestID, Endpoint: e, Params: validated, Principal: principal, Sandbox: sandbox, Request: x.r}
+	x.call = call
 	finish, handled := p.idempotency(x, call)
 	if handled {
 		return

@@ -39,6 +39,10 @@ func (p *Pipeline) dispatch(x *exchange, c *Call) {
 		x.fail(notAvailable(e, false))
 		return
 	}
+	if refusal := p.checkURLs(x, c); refusal != nil {
+		x.fail(refusal)
+		return
+	}
 	cu := p.cacheUse(x, c)
 	if e.Kind == registry.Data && c.Params.DryRun {
 		// No x-cache: the body's "cache" field is the snapshot.

@@ -38,6 +38,8 @@ func TestOnDynamoDB(t *testing.T) {
 		"KeysAreCheckedOnEveryRequest":                 testKeysAreCheckedOnEveryRequest,
 		"CreditsEndpoints":                             testCreditsEndpoints,
 		"DryRunChargesNothing":                         testDryRunChargesNothing,
+		"UpstreamFaultMatrix":                          testUpstreamFaultMatrix,
+		"UpstreamFailover":                             testUpstreamFailover,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -59,7 +59,7 @@ func (p *Pipeline) countFairUse(x *exchange, c *Call, fu *fairUse) {
 	if fu == nil {
 		return
 	}
-	attempts := int64(max(1, c.Attempts))
+	attempts := int64(max(1, c.Upstream.Attempts))
 	// Detached: a caller who hangs up does not escape the count.
 	total, err := billingOp(x, func(ctx context.Context) (int64, error) {
 		return p.cfg.FairUse.AddFairUse(ctx, c.Principal.AccountID, c.Endpoint.Key(), attempts, p.cfg.Now())

@@ -21,9 +21,9 @@ func meteredHarness(t *testing.T, newBilled billedFactory, mutate ...func(*Confi
 		c.Handlers["web/social-profiles"] = func(_ context.Context, c *Call) (any, *envelope.Error) {
 			switch c.Params.Values["handle"] {
 			case "retried":
-				c.Attempts = 2
+				c.Upstream.Attempts = 2
 			case "fail":
-				c.Attempts = 3
+				c.Upstream.Attempts = 3
 				return nil, envelope.New(envelope.UpstreamError, http.StatusBadGateway, "The source failed.", nil)
 			}
 			return map[string]any{"items": []any{}}, nil

@@ -21,6 +21,7 @@ import (
 	"github.com/meridian-data/meridian/shared/params"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/store"
+	"github.com/meridian-data/meridian/shared/upstream"
 )
 
 // Call is a resolved, authenticated and validated request.
@@ -34,9 +35,10 @@ type Call struct {
 	Request *http.Request
 	// CreditsRemaining may be set by a handler that learns the balance.
 	CreditsRemaining *int64
-	// Attempts is how many upstream attempts the handler made, retries
-	// included; fair use counts them (at least one).
-	Attempts int
+	// Upstream is how the handler reached the source: the route that
+	// answered and every attempt, retries included. Fair use counts the
+	// attempts (at least one); the request's log line records the trace.
+	Upstream upstream.Trace
 }
 
 // Handler serves one endpoint after the pipeline has admitted the call.
@@ -80,6 +82,12 @@ type Config struct {
 	// Handlers serve endpoints by key (platform/id). A data endpoint with no
 	// handler has no eligible route and answers 501 ENDPOINT_NOT_AVAILABLE.
 	Handlers map[string]Handler
+	// Upstream serves every data endpoint it has an eligible route for
+	// (unless Handlers already has one).
+	Upstream *upstream.Runner
+	// URLPolicy, when set, refuses URL-typed parameters that lead to
+	// non-public addresses (422) before any fetch or charge.
+	URLPolicy *upstream.URLPolicy
 	Now      func() time.Time
 }
 
@@ -131,6 +139,13 @@ func New(cfg Config) *Pipeline {
 		handlers["credits/balance"] = balanceHandler(cfg.Store)
 		handlers["credits/transactions"] = transactionsHandler(cfg.Store)
 	}
+	if cfg.Upstream != nil {
+		for _, key := range cfg.Upstream.Endpoints() {
+			if e, ok := cfg.Registry.Endpoint(key); ok && e.Kind == registry.Data {
+				handlers[key] = upstreamHandler(cfg.Upstream, key)
+			}
+		}
+	}
 	for k, h := range cfg.Handlers {
 		handlers[k] = h
 	}
@@ -169,6 +184,8 @@ type exchange struct {
 	sandbox bool
 	// served: a data call reached its handler or the cache (status counts it).
 	served bool
+	// call is the validated call, once there is one.
+	call *Call
 }
 
 func (p *Pipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -272,6 +289,11 @@ func (p *Pipeline) logRequest(x *exchange, start time.Time) {
 	}
 	if x.replayOf != "" {
 		attrs = append(attrs, "replay_of", x.replayOf)
+	}
+	if x.call != nil && x.call.Upstream.Attempts > 0 {
+		// Which route answered and how (spec 2.7 legs), for debugging.
+		u := x.call.Upstream
+		attrs = append(attrs, "served_by", u.ServedBy, "upstream_attempts", u.Attempts, "legs", u.Legs)
 	}
 	p.cfg.Logger.Info("request", attrs...)
 }
