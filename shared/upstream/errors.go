@@ -33,12 +33,10 @@ func (o Outcome) Error() *envelope.Error {
 		e := envelope.New(envelope.UpstreamError, http.StatusTooManyRequests,
 			"The source's own rate limit is exhausted; retry later.", nil)
 		return withRetryAfter(e, f.RetryAfter)
+	case InvalidParameter:
+		return envelope.New(envelope.InvalidParameters, http.StatusUnprocessableEntity, f.Reason,
+			map[string]any{"field": f.Field, "reason": f.Code})
 	case Rejected:
-		if f.Field != "" {
-			return envelope.New(envelope.InvalidParameters, http.StatusUnprocessableEntity,
-				f.Field+" leads to an address that is not fetched: "+f.Reason,
-				map[string]any{"field": f.Field, "reason": "unsafe_url"})
-		}
 		return envelope.New(envelope.UpstreamError, http.StatusBadGateway,
 			"The source refused the request.", nil)
 	case Malformed:

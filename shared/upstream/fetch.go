@@ -126,7 +126,7 @@ func transportFault(ctx context.Context, err error) *Fault {
 	}
 	var refused *URLRefusedError
 	if errors.As(err, &refused) {
-		return &Fault{Kind: Rejected, Reason: refused.Error()}
+		return unsafeURL("", refused)
 	}
 	return &Fault{Kind: Transport, Reason: scrub(err)}
 }
@@ -163,11 +163,11 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 func (c *Call) GetPublic(ctx context.Context, field, raw string, header http.Header) (*Response, error) {
 	u, err := c.public.Check(ctx, raw)
 	if err != nil {
-		return nil, &Fault{Kind: Rejected, Reason: err.Error(), Field: field}
+		return nil, unsafeURL(field, err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, &Fault{Kind: Rejected, Reason: "unusable URL", Field: field}
+		return nil, unsafeURL(field, err)
 	}
 	for k, v := range header {
 		req.Header[k] = v
@@ -175,8 +175,13 @@ func (c *Call) GetPublic(ctx context.Context, field, raw string, header http.Hea
 	req.Header.Set("user-agent", userAgent)
 	resp, err := send(ctx, c.public.Client(), req)
 	var f *Fault
-	if errors.As(err, &f) && f.Kind == Rejected && f.Status == 0 {
+	if errors.As(err, &f) && f.Kind == InvalidParameter {
 		f.Field = field // a redirect the policy refused
 	}
 	return resp, err
+}
+
+// unsafeURL is the fault of a URL the policy refuses.
+func unsafeURL(field string, err error) *Fault {
+	return InvalidParameterFault(field, "unsafe_url", "The URL is not fetched: "+err.Error())
 }

@@ -248,7 +248,8 @@ type Outcome struct {
 
 // Serve runs an endpoint over its routes: each route in order unless it is
 // cooling down, each retried with backoff for retryable faults, until one
-// answers. A "not found" is definitive and ends the call at once.
+// answers. A definitive fault ("not found", an unusable parameter) ends
+// the call at once.
 func (r *Runner) Serve(ctx context.Context, endpoint string, params map[string]string) Outcome {
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
@@ -269,14 +270,14 @@ func (r *Runner) Serve(ctx context.Context, endpoint string, params map[string]s
 			return out
 		}
 		out.Fault = fault
-		if fault.Kind == NotFound || ctx.Err() != nil {
+		if fault.Kind.definitive() || ctx.Err() != nil {
 			break
 		}
 	}
 	if out.Fault != nil {
 		out.Skipped = 0 // a route was called: its fault is the answer
 	}
-	if out.Fault != nil && ctx.Err() != nil && out.Fault.Kind != NotFound {
+	if out.Fault != nil && ctx.Err() != nil && !out.Fault.Kind.definitive() {
 		// The overall budget ran out: whatever the last attempt saw, no
 		// attempt finished in time.
 		out.Fault = &Fault{Kind: Timeout, Reason: "the adapter timeout passed"}

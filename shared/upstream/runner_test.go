@@ -278,3 +278,21 @@ func TestParseRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+func TestInvalidParameterIsDefinitive(t *testing.T) {
+	calls := 0
+	refuse := &Provider{Name: "a", BaseURL: "http://unused", Endpoints: map[string]Adapter{"test/thing": func(context.Context, *Call) (any, error) {
+		calls++
+		return nil, InvalidParameterFault("cursor", "invalid_cursor", "cursor was changed; pass back the value a response gave.")
+	}}}
+	other := &scripted{answer: func(_ int, w http.ResponseWriter, _ *http.Request) { serveJSON(w, 200, `{"name":"b"}`) }}
+	out := runner(quick, refuse, upstreamWith(t, "b", other)).Serve(context.Background(), "test/thing", nil)
+	if calls != 1 || other.calls.Load() != 0 || out.Fault == nil || out.Fault.Kind != InvalidParameter {
+		t.Fatalf("outcome = %+v; attempts %d, second route %d", out, calls, other.calls.Load())
+	}
+	e := out.Error()
+	if e.Status != http.StatusUnprocessableEntity || e.Type != envelope.InvalidParameters ||
+		e.Details["field"] != "cursor" || e.Details["reason"] != "invalid_cursor" {
+		t.Fatalf("error = %+v", e)
+	}
+}

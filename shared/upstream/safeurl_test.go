@@ -140,8 +140,8 @@ func TestRefusedURLsAreNeverConnected(t *testing.T) {
 	} {
 		err := getPublic(policy, raw)
 		var f *Fault
-		if !errors.As(err, &f) || f.Kind != Rejected || f.Field != "url" {
-			t.Errorf("%s: err = %v; want a Rejected fault naming url", raw, err)
+		if !errors.As(err, &f) || f.Kind != InvalidParameter || f.Field != "url" {
+			t.Errorf("%s: err = %v; want an InvalidParameter fault naming url", raw, err)
 		}
 		if e := (Outcome{Fault: f}).Error(); e.Status != http.StatusUnprocessableEntity || e.Details["field"] != "url" {
 			t.Errorf("%s: caller's error = %+v; want 422 naming url", raw, e)
@@ -173,8 +173,8 @@ func TestRedirectToPrivateAddressIsRefused(t *testing.T) {
 		}
 		err := getPublic(policy, "http://"+site.addr+"/start")
 		var f *Fault
-		if !errors.As(err, &f) || f.Kind != Rejected || f.Field != "url" {
-			t.Errorf("redirect to %s: err = %v; want a Rejected fault naming url", location, err)
+		if !errors.As(err, &f) || f.Kind != InvalidParameter || f.Field != "url" {
+			t.Errorf("redirect to %s: err = %v; want an InvalidParameter fault naming url", location, err)
 		}
 		if site.accepted.Load() != 1 {
 			t.Errorf("redirect to %s: the first hop was not fetched", location)
@@ -200,8 +200,8 @@ func TestResolvedAddressIsPinned(t *testing.T) {
 	policy := &URLPolicy{Resolver: res, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
 	err := getPublic(policy, "http://rebinding.example:"+port+"/")
 	var f *Fault
-	if !errors.As(err, &f) || f.Kind != Rejected {
-		t.Fatalf("err = %v; want Rejected", err)
+	if !errors.As(err, &f) || f.Kind != InvalidParameter {
+		t.Fatalf("err = %v; want InvalidParameter", err)
 	}
 	if private.accepted.Load() != 0 {
 		t.Fatal("the rebound private address was connected")

@@ -101,7 +101,14 @@ const (
 	// NotFound: the requested thing does not exist (404), a definitive
 	// answer: never retried nor asked of another route.
 	NotFound FaultKind = "not_found"
+	// InvalidParameter: a parameter the caller sent cannot be used (a
+	// changed cursor, a URL leading to a private address): 422 naming
+	// Field, definitive like NotFound.
+	InvalidParameter FaultKind = "invalid_parameter"
 )
+
+// definitive faults are answers about the request: they end the call.
+func (k FaultKind) definitive() bool { return k == NotFound || k == InvalidParameter }
 
 // retryable faults may succeed on a second attempt of the same route.
 func (k FaultKind) retryable() bool {
@@ -111,7 +118,7 @@ func (k FaultKind) retryable() bool {
 // countsTowardCooldown: faults that say the route is unhealthy, as opposed
 // to answers about this request.
 func (k FaultKind) countsTowardCooldown() bool {
-	return k != NotFound && k != Rejected
+	return !k.definitive() && k != Rejected
 }
 
 // Fault is an upstream failure of one attempt.
@@ -123,9 +130,9 @@ type Fault struct {
 	RetryAfter time.Duration
 	// Reason says what happened, for logs; never credentials.
 	Reason string
-	// Field names the parameter whose URL was refused (a redirect to a
-	// private address): the caller's error is then 422 naming it.
-	Field string
+	// Field and Code, for InvalidParameter: the parameter and a
+	// machine-readable reason (details.field, details.reason).
+	Field, Code string
 }
 
 func (f *Fault) Error() string {
@@ -137,6 +144,12 @@ func (f *Fault) Error() string {
 
 // NotFoundFault is an adapter's definitive "does not exist".
 func NotFoundFault(reason string) *Fault { return &Fault{Kind: NotFound, Reason: reason} }
+
+// InvalidParameterFault says the caller's parameter cannot be used; message
+// is shown to the caller.
+func InvalidParameterFault(field, code, message string) *Fault {
+	return &Fault{Kind: InvalidParameter, Field: field, Code: code, Reason: message}
+}
 
 // MalformedFault is an adapter's "the answer cannot be mapped".
 func MalformedFault(format string, args ...any) *Fault {

@@ -53,18 +53,26 @@ type Upstream struct {
 	Runner   *upstream.Runner
 }
 
-// Options keep tests quick: short timeouts and backoff.
+// Options keep tests quick: short timeouts and backoff, and no cooldown
+// (a test of many fault fixtures would otherwise rest its route).
 var Options = upstream.Options{
 	AttemptTimeout: 2 * time.Second,
 	Timeout:        5 * time.Second,
 	BackoffBase:    5 * time.Millisecond,
 	BackoffMax:     20 * time.Millisecond,
+	CooldownAfter:  1 << 30,
 }
 
 // Start serves testdata/upstream through a replay server and builds a
 // runner with p as the only provider. secrets are the configured
 // credentials (nil: replay placeholders for the required ones).
 func Start(t testing.TB, p *upstream.Provider, secrets map[string]string) *Upstream {
+	t.Helper()
+	return StartWith(t, p, secrets, Options)
+}
+
+// StartWith is Start with other runner options (a fixed clock, say).
+func StartWith(t testing.TB, p *upstream.Provider, secrets map[string]string, opts upstream.Options) *Upstream {
 	t.Helper()
 	srv, err := replay.Load(FixturesDir(t))
 	if err != nil {
@@ -80,7 +88,7 @@ func Start(t testing.TB, p *upstream.Provider, secrets map[string]string) *Upstr
 		return v, ok
 	}
 	runner := upstream.NewRunner([]*upstream.Provider{p}, upstream.Settings{
-		Lookup: lookup, ReplayURL: base, Options: Options,
+		Lookup: lookup, ReplayURL: base, Options: opts,
 	})
 	return &Upstream{Provider: p, Replay: srv, Runner: runner}
 }
@@ -148,7 +156,7 @@ func (u *Upstream) Fault(t testing.TB, endpoint, query string, kind upstream.Fau
 	t.Helper()
 	out := u.Serve(t, endpoint, query)
 	if out.Fault == nil {
-		t.Fatalf("%s?%s succeeded; want fault %s", endpoint, query, kind)
+		t.Fatalf("%s?%s: no fault (skipped for %v); want fault %s", endpoint, query, out.Skipped, kind)
 	}
 	if out.Fault.Kind != kind {
 		t.Fatalf("%s?%s: fault %s (%v); want %s", endpoint, query, out.Fault.Kind, out.Fault, kind)
