@@ -88,7 +88,7 @@ type Config struct {
 	// URLPolicy, when set, refuses URL-typed parameters that lead to
 	// non-public addresses (422) before any fetch or charge.
 	URLPolicy *upstream.URLPolicy
-	Now      func() time.Time
+	Now       func() time.Time
 }
 
 // Pipeline is the http.Handler built from a Config.
