@@ -29,6 +29,7 @@ import (
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/store/dynamostore"
 	"github.com/meridian-data/meridian/shared/store/embedded"
+	"github.com/meridian-data/meridian/shared/upstream"
 )
 
 // Environment variables read here (README, "Configuration").
@@ -60,6 +61,8 @@ func Logger() *slog.Logger {
 type Deps struct {
 	Store    store.Store // nil: no key is valid and nothing is billed
 	Throttle *auth.Throttle
+	// Upstream serves data endpoints; nil leaves every one unwired (501).
+	Upstream *upstream.Runner
 }
 
 // ThrottleFromEnv is the invalid-key throttle MERIDIAN_INVALID_KEY_LIMIT asks for.
@@ -98,7 +101,13 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 	limits, _ := deps.Store.(store.Limits)
 	fairUse, _ := deps.Store.(store.FairUse)
 	outcomes, _ := deps.Store.(store.Outcomes)
+	var urlPolicy *upstream.URLPolicy
+	if deps.Upstream != nil {
+		urlPolicy = deps.Upstream.URLPolicy()
+	}
 	return pipeline.Config{
+		Upstream:      deps.Upstream,
+		URLPolicy:     urlPolicy,
 		DataSchemas:   schemas.For,
 		Outcomes:      outcomes,
 		Limits:        limits,
@@ -138,17 +147,27 @@ func StoreFromEnv(ctx context.Context) (store.Store, error) {
 }
 
 // LambdaDeps builds what a function needs once per cold start.
-func LambdaDeps(ctx context.Context) (Deps, error) {
+func LambdaDeps(ctx context.Context, logger *slog.Logger) (Deps, error) {
+	if mode := os.Getenv(EnvUpstream); mode != "" && mode != "live" {
+		return Deps{}, fmt.Errorf("%s=%s: replay is for the local server only", EnvUpstream, mode)
+	}
 	s, err := StoreFromEnv(ctx)
-	return Deps{Store: s, Throttle: ThrottleFromEnv()}, err
+	if err != nil {
+		return Deps{}, err
+	}
+	lookup, err := UpstreamLookup(ctx, nil)
+	if err != nil {
+		return Deps{}, err
+	}
+	return Deps{Store: s, Throttle: ThrottleFromEnv(), Upstream: NewUpstream(logger, lookup, "")}, nil
 }
 
 // StartLambda runs the family's function in the Lambda runtime.
 func StartLambda(family registry.Family) {
 	logger := Logger()
-	deps, err := LambdaDeps(context.Background())
+	deps, err := LambdaDeps(context.Background(), logger)
 	if err != nil {
-		logger.Error("cannot configure the store", "error", err.Error())
+		logger.Error("cannot configure the function", "error", err.Error())
 		os.Exit(1)
 	}
 	lambda.Start(Function(family, logger, deps))
@@ -260,7 +279,13 @@ func RunLocal() {
 		os.Exit(1)
 	}
 	defer s.Close()
-	err = ListenAndServe(ctx, addr, logger, Deps{Store: s, Throttle: ThrottleFromEnv()}, func(a net.Addr) {
+	runner, stopReplay, err := localUpstream(ctx, logger)
+	if err != nil {
+		logger.Error("cannot configure the upstreams", "error", err.Error())
+		os.Exit(1)
+	}
+	defer stopReplay()
+	err = ListenAndServe(ctx, addr, logger, Deps{Store: s, Throttle: ThrottleFromEnv(), Upstream: runner}, func(a net.Addr) {
 		logger.Info("meridian listening", "addr", "http://"+a.String(), "data_dir", dir, "try", "curl -i http://"+a.String()+"/v1")
 	})
 	if err != nil {

@@ -43,7 +43,7 @@ func TestLambdaOnDynamoDB(t *testing.T) {
 	if err := dynamostore.CreateTable(ctx, client, table); err != nil {
 		t.Fatal(err)
 	}
-	deps, err := app.LambdaDeps(ctx)
+	deps, err := app.LambdaDeps(ctx, slog.New(slog.DiscardHandler))
 	if err != nil || deps.Store == nil {
 		t.Fatalf("deps: %+v %v", deps, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -325,6 +326,12 @@ func (r *Runner) attempt(ctx context.Context, rt *route, params map[string]strin
 	if f.Kind != Timeout && actx.Err() != nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
 		// A transport error that was really the deadline.
 		f = &Fault{Kind: Timeout, Reason: "no answer before the attempt timeout"}
+	}
+	for _, secret := range rt.secrets {
+		// Reasons reach logs; an upstream may echo a credential back.
+		if len(secret) >= 4 {
+			f.Reason = strings.ReplaceAll(f.Reason, secret, "[redacted]")
+		}
 	}
 	return nil, f
 }

@@ -296,3 +296,16 @@ func TestInvalidParameterIsDefinitive(t *testing.T) {
 		t.Fatalf("error = %+v", e)
 	}
 }
+
+func TestSecretsNeverReachAFaultReason(t *testing.T) {
+	echo := &Provider{Name: "echo", BaseURL: "http://unused",
+		Secrets: []Secret{{Name: "MERIDIAN_ECHO_KEY", Required: true}},
+		Endpoints: map[string]Adapter{"test/thing": func(_ context.Context, c *Call) (any, error) {
+			return nil, &Fault{Kind: Rejected, Reason: "bad key " + c.Secret("MERIDIAN_ECHO_KEY")}
+		}}}
+	lookup := func(string) (string, bool) { return "sk_live_hunter2", true }
+	out := NewRunner([]*Provider{echo}, Settings{Lookup: lookup, Options: quick}).Serve(context.Background(), "test/thing", nil)
+	if out.Fault == nil || out.Fault.Reason != "bad key [redacted]" {
+		t.Fatalf("fault = %v", out.Fault)
+	}
+}

@@ -1,0 +1,133 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/adapters"
+	"github.com/meridian-data/meridian/shared/upstream/replay"
+)
+
+// Upstream configuration (README, "Upstream sources", which also lists
+// each provider's own variables: base URL override and credentials).
+const (
+	EnvUpstream         = "MERIDIAN_UPSTREAM"          // "replay": every wired route answers from fixtures (local server only)
+	EnvUpstreamFixtures = "MERIDIAN_UPSTREAM_FIXTURES" // replay fixtures folder (default testdata/upstream)
+	EnvUpstreamSecret   = "MERIDIAN_UPSTREAM_SECRET"   // Secrets Manager secret (name or ARN) holding upstream variables as a JSON object
+)
+
+// UpstreamReplay is the value of MERIDIAN_UPSTREAM that turns replay on.
+const UpstreamReplay = "replay"
+
+// SecretsAPI is the part of the Secrets Manager client Meridian uses.
+type SecretsAPI interface {
+	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, opts ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+}
+
+// secretValues reads a secret whose string is a JSON object of variable
+// names and values, e.g. {"MERIDIAN_GITHUB_TOKEN": "..."}.
+func secretValues(ctx context.Context, client SecretsAPI, id string) (map[string]string, error) {
+	out, err := client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
+	if err != nil {
+		return nil, fmt.Errorf("read upstream secret: %w", err)
+	}
+	values := map[string]string{}
+	if err := json.Unmarshal([]byte(aws.ToString(out.SecretString)), &values); err != nil {
+		// The error would quote the secret; say only what is wrong.
+		return nil, errors.New("upstream secret is not a JSON object of string values")
+	}
+	return values, nil
+}
+
+// lookupWith reads a variable from values first, then the environment.
+func lookupWith(values map[string]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		if v, ok := values[name]; ok {
+			return v, true
+		}
+		return os.LookupEnv(name)
+	}
+}
+
+// UpstreamLookup is where upstream variables come from: the environment,
+// overlaid by the Secrets Manager secret MERIDIAN_UPSTREAM_SECRET names.
+func UpstreamLookup(ctx context.Context, secrets SecretsAPI) (func(string) (string, bool), error) {
+	id := strings.TrimSpace(os.Getenv(EnvUpstreamSecret))
+	if id == "" {
+		return os.LookupEnv, nil
+	}
+	if secrets == nil {
+		cfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, err
+		}
+		secrets = secretsmanager.NewFromConfig(cfg)
+	}
+	values, err := secretValues(ctx, secrets, id)
+	if err != nil {
+		return nil, err
+	}
+	return lookupWith(values), nil
+}
+
+// NewUpstream builds the route table from the shipped providers. With a
+// replayURL every network provider points at the replay upstream.
+func NewUpstream(logger *slog.Logger, lookup func(string) (string, bool), replayURL string) *upstream.Runner {
+	r := upstream.NewRunner(adapters.All(), upstream.Settings{Lookup: lookup, ReplayURL: replayURL})
+	wired := r.Endpoints()
+	sort.Strings(wired)
+	logger.Info("upstream routes", "endpoints_with_a_route", wired, "replay", replayURL != "")
+	return r
+}
+
+// StartReplay serves the replay fixtures on loopback for the local server
+// and returns the base URL and a stop function.
+func StartReplay(logger *slog.Logger) (string, func() error, error) {
+	dir := strings.TrimSpace(os.Getenv(EnvUpstreamFixtures))
+	if dir == "" {
+		dir = replay.DefaultDir
+	}
+	srv, err := replay.Load(dir)
+	if err != nil {
+		return "", nil, fmt.Errorf("load replay fixtures from %s: %w", dir, err)
+	}
+	base, stop, err := srv.Listen("127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	logger.Warn("UPSTREAM REPLAY MODE: data comes from recorded fixtures, not the live sources",
+		"fixtures", dir, "replay_url", base, "providers", srv.Providers())
+	return base, stop, nil
+}
+
+// localUpstream is the local server's route table: live sources, or the
+// replay upstream when MERIDIAN_UPSTREAM=replay. stop ends the replay.
+func localUpstream(ctx context.Context, logger *slog.Logger) (*upstream.Runner, func(), error) {
+	lookup, err := UpstreamLookup(ctx, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch mode := strings.TrimSpace(os.Getenv(EnvUpstream)); mode {
+	case "", "live":
+		return NewUpstream(logger, lookup, ""), func() {}, nil
+	case UpstreamReplay:
+		base, stop, err := StartReplay(logger)
+		if err != nil {
+			return nil, nil, err
+		}
+		return NewUpstream(logger, lookup, base), func() { _ = stop() }, nil
+	default:
+		return nil, nil, fmt.Errorf("%s=%q: use replay, live or leave it unset", EnvUpstream, mode)
+	}
+}

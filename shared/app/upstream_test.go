@@ -1,0 +1,193 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/meridian-data/meridian/shared/app"
+	"github.com/meridian-data/meridian/shared/auth"
+	"github.com/meridian-data/meridian/shared/pipeline"
+	"github.com/meridian-data/meridian/shared/registry"
+	"github.com/meridian-data/meridian/shared/schemas"
+	"github.com/meridian-data/meridian/shared/store/embedded"
+	"github.com/meridian-data/meridian/shared/upstream/adapters"
+)
+
+// repoRoot is the folder holding go.mod (tests run in their package's folder).
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, _ := os.Getwd()
+	for ; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		if dir == filepath.Dir(dir) {
+			t.Fatal("no go.mod above the test")
+		}
+	}
+}
+
+// replayServer is the local handler with MERIDIAN_UPSTREAM=replay, an
+// embedded store and a key with credits.
+func replayServer(t *testing.T) (http.Handler, string, *bytes.Buffer) {
+	t.Helper()
+	t.Setenv(app.EnvUpstream, app.UpstreamReplay)
+	t.Setenv(app.EnvUpstreamFixtures, filepath.Join(repoRoot(t), "testdata", "upstream"))
+	logs := &bytes.Buffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	base, stop, err := app.StartReplay(logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stop() })
+	s, err := embedded.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	acct, _, err := pipeline.CreateAccount(context.Background(), s, 1000, "req_replay_test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, k := auth.NewKey(acct.ID, "replay", nil)
+	if _, err := s.CreateKey(context.Background(), k); err != nil {
+		t.Fatal(err)
+	}
+	none := func(string) (string, bool) { return "", false }
+	runner := app.NewUpstream(logger, none, base)
+	return app.LocalHandler(logger, app.Deps{Store: s, Upstream: runner}), key, logs
+}
+
+func getJSON(t *testing.T, h http.Handler, target, key string) (int, map[string]any) {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, target, nil)
+	req.Header.Set("x-api-key", key)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var body map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatalf("%s: %d %s", target, rec.Code, rec.Body)
+	}
+	return rec.Code, body
+}
+
+// In replay mode every wired route answers the ready-to-run example that
+// utility/endpoint publishes (the README's examples), offline, with data
+// valid against the endpoint's schema.
+func TestReplayModeAnswersEveryWiredExample(t *testing.T) {
+	h, key, logs := replayServer(t)
+	wired := map[string]bool{}
+	for _, p := range adapters.All() {
+		for k := range p.Endpoints {
+			wired[k] = true
+		}
+	}
+	if len(wired) < 9 {
+		t.Fatalf("only %d endpoints are wired", len(wired))
+	}
+	for k := range wired {
+		code, desc := getJSON(t, h, "http://127.0.0.1:8080/v1/utility/endpoint?id="+k, key)
+		if code != 200 {
+			t.Fatalf("%s: utility/endpoint %d %v", k, code, desc)
+		}
+		example := desc["data"].(map[string]any)["request"].(map[string]any)["url"].(string)
+		code, body := getJSON(t, h, example, key)
+		if code != 200 || body["success"] != true {
+			t.Errorf("%s: the example %s answered %d %v", k, example, code, body)
+			continue
+		}
+		if err := schemas.Validate(k, body["data"]); err != nil {
+			t.Errorf("%s: %v", k, err)
+		}
+	}
+	if !strings.Contains(logs.String(), "UPSTREAM REPLAY MODE") {
+		t.Error("replay mode is not announced in the log")
+	}
+}
+
+// Every provider endpoint is a registered data endpoint.
+func TestProvidersServeRegisteredDataEndpoints(t *testing.T) {
+	names := map[string]bool{}
+	for _, p := range adapters.All() {
+		if names[p.Name] {
+			t.Errorf("provider name %s is used twice", p.Name)
+		}
+		names[p.Name] = true
+		if p.Protocol == "" || p.Docs == "" || (!p.Static && !strings.HasPrefix(p.BaseURL, "https://")) {
+			t.Errorf("%s: protocol, docs and an https base URL are required", p.Name)
+		}
+		for k := range p.Endpoints {
+			e, ok := registry.Default().Endpoint(k)
+			if !ok || e.Kind != registry.Data {
+				t.Errorf("%s serves %s, which is not a registered data endpoint", p.Name, k)
+			}
+		}
+		for _, s := range p.Secrets {
+			if !strings.HasPrefix(s.Name, "MERIDIAN_") || s.Doc == "" {
+				t.Errorf("%s: secret %s needs the MERIDIAN_ prefix and a doc", p.Name, s.Name)
+			}
+		}
+	}
+}
+
+// fakeSecrets answers GetSecretValue from memory.
+type fakeSecrets struct {
+	secret string
+	err    error
+}
+
+func (f fakeSecrets) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &secretsmanager.GetSecretValueOutput{Name: in.SecretId, SecretString: aws.String(f.secret)}, nil
+}
+
+func TestUpstreamSecretOverlaysTheEnvironment(t *testing.T) {
+	t.Setenv("MERIDIAN_GITHUB_TOKEN", "from-env")
+	t.Setenv("MERIDIAN_UPSTREAM_GITHUB_REST_URL", "https://proxy.example")
+	lookup, err := app.UpstreamLookup(context.Background(), fakeSecrets{secret: `{}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := lookup("MERIDIAN_GITHUB_TOKEN"); v != "from-env" {
+		t.Fatalf("without a secret id the environment answers: %q", v)
+	}
+	t.Setenv(app.EnvUpstreamSecret, "meridian/upstream")
+	lookup, err = app.UpstreamLookup(context.Background(), fakeSecrets{secret: `{"MERIDIAN_GITHUB_TOKEN":"from-secret"}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := lookup("MERIDIAN_GITHUB_TOKEN"); v != "from-secret" {
+		t.Fatalf("the secret wins: %q", v)
+	}
+	if v, _ := lookup("MERIDIAN_UPSTREAM_GITHUB_REST_URL"); v != "https://proxy.example" {
+		t.Fatalf("what the secret lacks comes from the environment: %q", v)
+	}
+	_, err = app.UpstreamLookup(context.Background(), fakeSecrets{secret: `not json with hunter2`})
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("a malformed secret is refused without quoting it: %v", err)
+	}
+	if _, err = app.UpstreamLookup(context.Background(), fakeSecrets{err: errors.New("AccessDenied")}); err == nil {
+		t.Fatal("an unreadable secret is an error at start-up")
+	}
+}
+
+func TestLambdaRefusesReplayMode(t *testing.T) {
+	t.Setenv(app.EnvUpstream, app.UpstreamReplay)
+	if _, err := app.LambdaDeps(context.Background(), slog.New(slog.DiscardHandler)); err == nil {
+		t.Fatal("a Lambda function must not run on fixtures")
+	}
+}
