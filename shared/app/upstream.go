@@ -84,7 +84,13 @@ func UpstreamLookup(ctx context.Context, secrets SecretsAPI) (func(string) (stri
 // NewUpstream builds the route table from the shipped providers. With a
 // replayURL every network provider points at the replay upstream.
 func NewUpstream(logger *slog.Logger, lookup func(string) (string, bool), replayURL string) *upstream.Runner {
-	r := upstream.NewRunner(adapters.All(), upstream.Settings{Lookup: lookup, ReplayURL: replayURL})
+	providers := adapters.All()
+	for _, p := range providers {
+		if v, ok := lookup(p.BaseURLVar()); ok && strings.HasPrefix(v, "http://") && len(p.Secrets) > 0 && replayURL == "" {
+			logger.Warn("an upstream base URL is plain http: its credentials travel unencrypted", "variable", p.BaseURLVar())
+		}
+	}
+	r := upstream.NewRunner(providers, upstream.Settings{Lookup: lookup, ReplayURL: replayURL})
 	wired := r.Endpoints()
 	sort.Strings(wired)
 	logger.Info("upstream routes", "endpoints_with_a_route", wired, "replay", replayURL != "")

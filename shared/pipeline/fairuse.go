@@ -53,13 +53,17 @@ func (p *Pipeline) checkFairUse(x *exchange, c *Call) (*fairUse, *envelope.Error
 	return fu, nil
 }
 
-// countFairUse adds the upstream attempts the handler made (retries
-// included; at least one) once it has run, success or failure.
+// countFairUse adds the upstream attempts the handler made (every route
+// and retry) once it has run, success or failure; a call no route served
+// (all resting) adds nothing.
 func (p *Pipeline) countFairUse(x *exchange, c *Call, fu *fairUse) {
 	if fu == nil {
 		return
 	}
-	attempts := int64(max(1, c.Upstream.Attempts))
+	attempts := int64(c.Upstream.Attempts)
+	if !c.upstreamRan {
+		attempts = max(1, attempts) // a handler that does not trace counts as one attempt
+	}
 	// Detached: a caller who hangs up does not escape the count.
 	total, err := billingOp(x, func(ctx context.Context) (int64, error) {
 		return p.cfg.FairUse.AddFairUse(ctx, c.Principal.AccountID, c.Endpoint.Key(), attempts, p.cfg.Now())

@@ -37,8 +37,11 @@ type Call struct {
 	CreditsRemaining *int64
 	// Upstream is how the handler reached the source: the route that
 	// answered and every attempt, retries included. Fair use counts the
-	// attempts (at least one); the request's log line records the trace.
+	// attempts; the request's log line records the trace.
 	Upstream upstream.Trace
+	// upstreamRan: the upstream layer served the call, so Upstream.Attempts
+	// is exact (0 when every route was resting); other handlers count as one.
+	upstreamRan bool
 }
 
 // Handler serves one endpoint after the pipeline has admitted the call.
@@ -139,13 +142,6 @@ func New(cfg Config) *Pipeline {
 		handlers["credits/balance"] = balanceHandler(cfg.Store)
 		handlers["credits/transactions"] = transactionsHandler(cfg.Store)
 	}
-	if cfg.Upstream != nil {
-		for _, key := range cfg.Upstream.Endpoints() {
-			if e, ok := cfg.Registry.Endpoint(key); ok && e.Kind == registry.Data {
-				handlers[key] = upstreamHandler(cfg.Upstream, key)
-			}
-		}
-	}
 	for k, h := range cfg.Handlers {
 		handlers[k] = h
 	}
@@ -156,6 +152,13 @@ func New(cfg Config) *Pipeline {
 	builtins["batch"] = p.batch
 	if cfg.Outcomes != nil {
 		builtins["status"] = p.statusHandler
+	}
+	if cfg.Upstream != nil {
+		for _, key := range cfg.Upstream.Endpoints() {
+			if e, ok := cfg.Registry.Endpoint(key); ok && e.Kind == registry.Data {
+				builtins[key] = p.upstreamHandler(key)
+			}
+		}
 	}
 	for k, h := range builtins {
 		if _, set := handlers[k]; !set {

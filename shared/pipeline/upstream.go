@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/registry"
@@ -10,15 +9,20 @@ import (
 )
 
 // upstreamHandler serves a data endpoint over its eligible routes and
-// keeps the trace of routes and attempts on the call.
-func upstreamHandler(r *upstream.Runner, key string) Handler {
+// keeps the trace of routes and attempts on the call. The final fault's
+// reason (credentials already redacted) goes to the log, never the caller.
+func (p *Pipeline) upstreamHandler(key string) Handler {
 	return func(ctx context.Context, c *Call) (any, *envelope.Error) {
-		out := r.Serve(ctx, key, c.Params.Values)
-		c.Upstream = out.Trace
-		if out.Fault != nil || out.Data == nil {
-			return nil, out.Error()
+		out := p.cfg.Upstream.Serve(ctx, key, c.Params.Values)
+		c.Upstream, c.upstreamRan = out.Trace, true
+		if out.Fault == nil && out.Data != nil {
+			return out.Data, nil
 		}
-		return out.Data, nil
+		if out.Fault != nil {
+			p.cfg.Logger.Warn("upstream failed", "request_id", c.RequestID, "endpoint", key,
+				"fault", string(out.Fault.Kind), "upstream_status", out.Fault.Status, "reason", out.Fault.Reason)
+		}
+		return nil, out.Error()
 	}
 }
 
@@ -35,9 +39,7 @@ func (p *Pipeline) checkURLs(x *exchange, c *Call) *envelope.Error {
 			continue
 		}
 		if _, err := p.cfg.URLPolicy.Check(x.r.Context(), v); err != nil {
-			return envelope.New(envelope.InvalidParameters, http.StatusUnprocessableEntity,
-				param.Name+" is not fetched: "+err.Error(),
-				map[string]any{"field": param.Name, "reason": "unsafe_url"})
+			return upstream.URLRefusal(param.Name, err)
 		}
 	}
 	return nil

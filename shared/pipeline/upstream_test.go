@@ -121,13 +121,13 @@ func testUpstreamFaultMatrix(t *testing.T, newBilled billedFactory) {
 	}{
 		{"acme", 200, "", 1, ""},
 		{"server-error", 502, "UPSTREAM_ERROR", 3, ""},
-		{"rate-limited", 429, "UPSTREAM_ERROR", 1, "9"},
 		{"slow", 504, "UPSTREAM_TIMEOUT", 3, ""},
 		{"reset", 502, "UPSTREAM_ERROR", 3, ""},
 		{"truncated", 502, "UPSTREAM_ERROR", 3, ""},
 		{"malformed", 502, "UPSTREAM_ERROR", 1, ""},
 		{"missing", 404, "RESOURCE_NOT_FOUND", 1, ""},
 		{"failover", 502, "UPSTREAM_ERROR", 3, ""}, // 503 from the only route
+		{"rate-limited", 429, "UPSTREAM_ERROR", 1, "9"}, // last: the route then rests 9 s
 	} {
 		before := len(srv.Requests())
 		r := b.call("/v1/company_registry/search?query=" + c.query)
@@ -191,7 +191,7 @@ func testUpstreamFailover(t *testing.T, newBilled billedFactory) {
 func TestUpstreamCooldownAnswers503(t *testing.T) {
 	srv, providers := faultyUpstream(t)
 	opts := upstreamTestOptions
-	opts.CooldownAfter, opts.Cooldown = 3, time.Minute
+	opts.CooldownAfter, opts.Cooldown = 1, time.Minute
 	b := newBilled(t, 10, nil, withUpstream(t, providers[:1], srv, opts))
 	if r := b.call("/v1/company_registry/search?query=server-error"); r.code != 502 {
 		t.Fatalf("%d %s", r.code, r.raw)
@@ -277,5 +277,23 @@ func TestEndpointWithoutEligibleRoute(t *testing.T) {
 	r := b.call("/v1/company_registry/search?query=acme")
 	if r.code != http.StatusNotImplemented || r.details()["sandbox"] != "/sandbox/company_registry/search" {
 		t.Fatalf("%d %s", r.code, r.raw)
+	}
+}
+
+// An upstream rate limit with a known wait rests the route for that wait:
+// the next call is 503 with the remaining wait, not another refused attempt.
+func TestUpstreamRateLimitRestsTheRoute(t *testing.T) {
+	srv, providers := faultyUpstream(t)
+	b := newBilled(t, 10, nil, withUpstream(t, providers[:1], srv, upstreamTestOptions))
+	if r := b.call("/v1/company_registry/search?query=rate-limited"); r.code != 429 || r.header.Get("retry-after") != "9" {
+		t.Fatalf("%d %v %s", r.code, r.header, r.raw)
+	}
+	before := len(srv.Requests())
+	r := b.call("/v1/company_registry/search?query=acme")
+	if r.code != 503 || r.header.Get("retry-after") == "" || len(srv.Requests()) != before {
+		t.Fatalf("%d %v %s", r.code, r.header, r.raw)
+	}
+	if got := r.header.Get("x-fairuse-remaining"); got != "999" {
+		t.Errorf("a call no route served counts no attempt: x-fairuse-remaining %s", got)
 	}
 }

@@ -10,11 +10,12 @@ import (
 )
 
 // Error is the caller's typed error for an outcome that carries no data
-// (spec 7): the final fault's mapping, or 503 when every route was cooling.
+// (spec 7): the final fault's mapping, or 503 with retry-after when a route
+// that could have answered was resting (and no definitive answer came).
 // Messages name the source neutrally, never the provider.
 func (o Outcome) Error() *envelope.Error {
 	f := o.Fault
-	if f == nil {
+	if f == nil || (o.Skipped > 0 && !f.Kind.definitive()) {
 		if o.Skipped > 0 {
 			return withRetryAfter(envelope.New(envelope.UpstreamError, http.StatusServiceUnavailable,
 				"The source is in a short cooldown after repeated failures and was not called; retry after the retry-after wait.", nil), o.Skipped)
@@ -46,6 +47,11 @@ func (o Outcome) Error() *envelope.Error {
 	// ServerError, Transport.
 	return envelope.New(envelope.UpstreamError, http.StatusBadGateway,
 		"The source failed to answer; retry with backoff.", nil)
+}
+
+// URLRefusal is the caller's error for a URL parameter the policy refuses.
+func URLRefusal(field string, err error) *envelope.Error {
+	return Outcome{Fault: unsafeURL(field, err)}.Error()
 }
 
 // withRetryAfter sets retry-after in whole seconds, rounded up, when known.

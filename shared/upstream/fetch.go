@@ -158,8 +158,8 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 
 // GetPublic fetches a caller-supplied URL (the value of parameter field)
 // under the URL policy: public addresses only, on every redirect too. A
-// refusal is a Rejected fault naming field. Non-2xx statuses classify as
-// in Get.
+// refusal is an InvalidParameter fault naming field (422). Non-2xx
+// statuses classify as in Get.
 func (c *Call) GetPublic(ctx context.Context, field, raw string, header http.Header) (*Response, error) {
 	u, err := c.public.Check(ctx, raw)
 	if err != nil {

@@ -101,14 +101,22 @@ func (r *route) cooldownLeft(now time.Time) time.Duration {
 	return r.until.Sub(now)
 }
 
-// record updates the route's health after an attempt.
+// maxRateLimitRest caps how long an upstream's own rate-limit wait rests
+// a route (a daily quota may ask for hours; the process may live less).
+const maxRateLimitRest = time.Hour
+
+// record updates the route's health once per call: a success clears its
+// failures; CooldownAfter unhealthy calls in a row rest it; an upstream
+// rate limit with a known wait rests it for that wait at once.
 func (r *route) record(f *Fault, now time.Time, o Options) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
 	case f == nil:
 		r.failures = 0
-	case f.Kind.countsTowardCooldown():
+	case f.Kind == RateLimited && f.RetryAfter > 0:
+		r.until, r.failures = now.Add(min(f.RetryAfter, maxRateLimitRest)), 0
+	case f.unhealthy():
 		r.failures++
 		if r.failures >= o.CooldownAfter {
 			r.until, r.failures = now.Add(o.Cooldown), 0
@@ -189,10 +197,13 @@ func configure(p *Provider, s Settings) (base string, secrets map[string]string,
 	for _, sec := range p.Secrets {
 		v, set := s.Lookup(sec.Name)
 		switch {
+		case replay:
+			// Real credentials never go to the replay upstream.
+			if sec.Required {
+				secrets[sec.Name] = ReplaySecret
+			}
 		case set && v != "":
 			secrets[sec.Name] = v
-		case replay && sec.Required:
-			secrets[sec.Name] = ReplaySecret
 		case sec.Required:
 			return "", nil, false
 		}
@@ -239,7 +250,7 @@ func (r *Runner) URLPolicy() *URLPolicy { return r.public }
 
 // Outcome is a served call: the data, or the final fault (nil Data), and
 // its trace. Skipped is how long the earliest cooling route still rests
-// when every eligible route was cooling and none was called.
+// when a route was passed over for its cooldown.
 type Outcome struct {
 	Data    any
 	Fault   *Fault
@@ -248,21 +259,22 @@ type Outcome struct {
 }
 
 // Serve runs an endpoint over its routes: each route in order unless it is
-// cooling down, each retried with backoff for retryable faults, until one
-// answers. A definitive fault ("not found", an unusable parameter) ends
-// the call at once.
+// cooling down, each retried with backoff for retryable faults while the
+// budget leaves room for the routes after it, until one answers. A
+// definitive fault ("not found", an unusable parameter) ends the call.
 func (r *Runner) Serve(ctx context.Context, endpoint string, params map[string]string) Outcome {
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
 	var out Outcome
-	for _, rt := range r.routes[endpoint] {
+	routes := r.routes[endpoint]
+	for i, rt := range routes {
 		if wait := rt.cooldownLeft(r.opts.Now()); wait > 0 {
 			if out.Skipped == 0 || wait < out.Skipped {
 				out.Skipped = wait
 			}
 			continue
 		}
-		data, fault, leg := r.tryRoute(ctx, rt, params)
+		data, fault, leg := r.tryRoute(ctx, rt, params, r.reserveFor(routes[i+1:]))
 		out.Trace.Legs = append(out.Trace.Legs, leg)
 		out.Trace.Attempts += leg.Attempts
 		if fault == nil {
@@ -275,9 +287,6 @@ func (r *Runner) Serve(ctx context.Context, endpoint string, params map[string]s
 			break
 		}
 	}
-	if out.Fault != nil {
-		out.Skipped = 0 // a route was called: its fault is the answer
-	}
 	if out.Fault != nil && ctx.Err() != nil && !out.Fault.Kind.definitive() {
 		// The overall budget ran out: whatever the last attempt saw, no
 		// attempt finished in time.
@@ -286,28 +295,44 @@ func (r *Runner) Serve(ctx context.Context, endpoint string, params map[string]s
 	return out
 }
 
-// tryRoute makes up to MaxAttempts attempts of one route.
-func (r *Runner) tryRoute(ctx context.Context, rt *route, params map[string]string) (any, *Fault, Leg) {
+// reserveFor is the time to keep for the routes after this one: one
+// attempt each, so that retries never starve a failover.
+func (r *Runner) reserveFor(later []*route) time.Duration {
+	var d time.Duration
+	now := r.opts.Now()
+	for _, rt := range later {
+		if rt.cooldownLeft(now) <= 0 {
+			d += rt.timeout
+		}
+	}
+	return d
+}
+
+// tryRoute makes up to MaxAttempts attempts of one route and records the
+// call's outcome in the route's health, unless the caller went away.
+func (r *Runner) tryRoute(ctx context.Context, rt *route, params map[string]string, reserve time.Duration) (any, *Fault, Leg) {
 	leg := Leg{ServedBy: rt.provider.Name}
+	var data any
 	var last *Fault
 	for attempt := 1; attempt <= r.opts.MaxAttempts; attempt++ {
-		if attempt > 1 && !r.backoff(ctx, attempt, last) {
+		if attempt > 1 && !r.backoff(ctx, attempt, last, rt.timeout/2+reserve) {
 			break
 		}
 		leg.Attempts++
-		data, fault := r.attempt(ctx, rt, params)
-		rt.record(fault, r.opts.Now(), r.opts)
-		if fault == nil {
+		data, last = r.attempt(ctx, rt, params)
+		if last == nil {
 			leg.OK, leg.Status, leg.Fault = true, 0, ""
-			return data, nil, leg
+			break
 		}
-		last = fault
-		leg.Status, leg.Fault = fault.Status, fault.Kind
-		if !fault.Kind.retryable() || ctx.Err() != nil || rt.cooldownLeft(r.opts.Now()) > 0 {
+		leg.Status, leg.Fault = last.Status, last.Kind
+		if !last.Kind.retryable() || ctx.Err() != nil {
 			break
 		}
 	}
-	return nil, last, leg
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		rt.record(last, r.opts.Now(), r.opts)
+	}
+	return data, last, leg
 }
 
 // attempt runs the adapter once under the attempt timeout.
@@ -316,6 +341,9 @@ func (r *Runner) attempt(ctx context.Context, rt *route, params map[string]strin
 	defer cancel()
 	c := &Call{Params: params, BaseURL: rt.baseURL, Now: r.opts.Now(), secrets: rt.secrets, client: r.client, public: r.public, route: rt.provider.Name}
 	data, err := rt.adapter(actx, c)
+	if err == nil && data == nil {
+		err = MalformedFault("the adapter mapped no data")
+	}
 	if err == nil {
 		return data, nil
 	}
@@ -323,12 +351,12 @@ func (r *Runner) attempt(ctx context.Context, rt *route, params map[string]strin
 	if !errors.As(err, &f) {
 		f = MalformedFault("%v", err)
 	}
-	if f.Kind != Timeout && actx.Err() != nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+	if f.Kind == Transport && errors.Is(actx.Err(), context.DeadlineExceeded) {
 		// A transport error that was really the deadline.
 		f = &Fault{Kind: Timeout, Reason: "no answer before the attempt timeout"}
 	}
 	for _, secret := range rt.secrets {
-		// Reasons reach logs; an upstream may echo a credential back.
+		// Reasons reach the request log; an upstream may echo a credential.
 		if len(secret) >= 4 {
 			f.Reason = strings.ReplaceAll(f.Reason, secret, "[redacted]")
 		}
@@ -338,9 +366,9 @@ func (r *Runner) attempt(ctx context.Context, rt *route, params map[string]strin
 
 // backoff waits before a retry: exponential with jitter ("equal jitter":
 // half fixed, half random), at least the upstream's Retry-After when it
-// fits the budget. It reports false when the call's budget cannot cover
-// the wait.
-func (r *Runner) backoff(ctx context.Context, attempt int, last *Fault) bool {
+// fits the cap. It reports false, without waiting, when the call's budget
+// cannot cover the wait and still keep need for what comes after.
+func (r *Runner) backoff(ctx context.Context, attempt int, last *Fault, need time.Duration) bool {
 	d := r.opts.BackoffBase << (attempt - 2)
 	if d > r.opts.BackoffMax || d <= 0 {
 		d = r.opts.BackoffMax
@@ -352,7 +380,7 @@ func (r *Runner) backoff(ctx context.Context, attempt int, last *Fault) bool {
 		}
 		d = last.RetryAfter
 	}
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d+need {
 		return false
 	}
 	t := time.NewTimer(d)

@@ -3,9 +3,11 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -190,16 +192,18 @@ func TestNotFoundIsNotAskedOfAnotherRoute(t *testing.T) {
 func TestCooldown(t *testing.T) {
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 	opts := quick
-	opts.CooldownAfter, opts.Cooldown = 3, 30*time.Second
+	opts.CooldownAfter, opts.Cooldown = 2, 30*time.Second
 	opts.Now = func() time.Time { return now }
 	bad := &scripted{answer: func(_ int, w http.ResponseWriter, _ *http.Request) { serveJSON(w, 502, `{}`) }}
 	r := runner(opts, upstreamWith(t, "a", bad))
-	if out := r.Serve(context.Background(), "test/thing", nil); out.Fault == nil || out.Trace.Attempts != 3 {
-		t.Fatalf("first call: %+v", out)
+	for i := 0; i < 2; i++ {
+		if out := r.Serve(context.Background(), "test/thing", nil); out.Fault == nil || out.Trace.Attempts != 3 {
+			t.Fatalf("call %d: %+v", i+1, out)
+		}
 	}
-	// Three unhealthy attempts: the route rests and is not called.
+	// Two unhealthy calls in a row: the route rests and is not called.
 	out := r.Serve(context.Background(), "test/thing", nil)
-	if bad.calls.Load() != 3 || out.Trace.Attempts != 0 {
+	if bad.calls.Load() != 6 || out.Trace.Attempts != 0 {
 		t.Fatalf("a cooling route was called: upstream saw %d", bad.calls.Load())
 	}
 	e := out.Error()
@@ -212,7 +216,7 @@ func TestCooldown(t *testing.T) {
 	}
 	now = now.Add(11 * time.Second)
 	r.Serve(context.Background(), "test/thing", nil)
-	if bad.calls.Load() == 3 {
+	if bad.calls.Load() == 6 {
 		t.Fatal("the route was not called again after its cooldown")
 	}
 }
@@ -228,8 +232,8 @@ func TestCoolingRouteFailsOver(t *testing.T) {
 	if out.Fault != nil || out.Trace.ServedBy != "b" || len(out.Trace.Legs) != 1 {
 		t.Fatalf("outcome = %+v", out)
 	}
-	if bad.calls.Load() != 1 {
-		t.Fatalf("cooling route called %d times; want 1 (cooldown after the first failure)", bad.calls.Load())
+	if bad.calls.Load() != 3 {
+		t.Fatalf("cooling route called %d times; want 3 (the first call's attempts, then rest)", bad.calls.Load())
 	}
 }
 
@@ -307,5 +311,72 @@ func TestSecretsNeverReachAFaultReason(t *testing.T) {
 	out := NewRunner([]*Provider{echo}, Settings{Lookup: lookup, Options: quick}).Serve(context.Background(), "test/thing", nil)
 	if out.Fault == nil || out.Fault.Reason != "bad key [redacted]" {
 		t.Fatalf("fault = %v", out.Fault)
+	}
+}
+
+func TestRetriesLeaveTimeForFailover(t *testing.T) {
+	slow := &scripted{answer: func(_ int, w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }}
+	good := &scripted{answer: func(_ int, w http.ResponseWriter, _ *http.Request) { serveJSON(w, 200, `{"name":"b"}`) }}
+	opts := quick
+	opts.AttemptTimeout, opts.Timeout = 300*time.Millisecond, 800*time.Millisecond
+	out := runner(opts, upstreamWith(t, "slow", slow), upstreamWith(t, "good", good)).Serve(context.Background(), "test/thing", nil)
+	if out.Fault != nil || out.Trace.ServedBy != "good" {
+		t.Fatalf("retries of the slow route starved the failover: %+v", out.Trace)
+	}
+}
+
+func TestUpstreamAnswersClassify(t *testing.T) {
+	for status, want := range map[int]FaultKind{504: ServerError, 408: ServerError, 503: ServerError, 400: Rejected, 401: Rejected, 410: NotFound} {
+		if got := StatusFault(status, http.Header{}).Kind; got != want {
+			t.Errorf("HTTP %d = %s; want %s", status, got, want)
+		}
+	}
+	if e := (Outcome{Fault: StatusFault(504, http.Header{})}).Error(); e.Status != 502 {
+		t.Errorf("an upstream 504 answers %d; want 502 (spec 7: upstream 5xx becomes 502)", e.Status)
+	}
+	empty := &Provider{Name: "empty", BaseURL: "http://unused", Endpoints: map[string]Adapter{
+		"test/thing": func(context.Context, *Call) (any, error) { return nil, nil },
+	}}
+	if out := runner(quick, empty).Serve(context.Background(), "test/thing", nil); out.Fault == nil || out.Fault.Kind != Malformed {
+		t.Errorf("an adapter that maps nothing: %+v", out)
+	}
+}
+
+func TestOnlyRouteWideRefusalsRestARoute(t *testing.T) {
+	opts := quick
+	opts.CooldownAfter = 1
+	for status, rests := range map[int]bool{401: true, 403: true, 400: false, 404: false} {
+		up := &scripted{answer: func(_ int, w http.ResponseWriter, _ *http.Request) { serveJSON(w, status, `{}`) }}
+		r := runner(opts, upstreamWith(t, "a", up))
+		r.Serve(context.Background(), "test/thing", nil)
+		if got := r.routes["test/thing"][0].cooldownLeft(time.Now()) > 0; got != rests {
+			t.Errorf("HTTP %d: resting = %v; want %v", status, got, rests)
+		}
+	}
+}
+
+func TestFaultBesideARestingRouteIs503(t *testing.T) {
+	opts := quick
+	opts.CooldownAfter = 1
+	bad := &scripted{answer: func(_ int, w http.ResponseWriter, _ *http.Request) { serveJSON(w, 500, `{}`) }}
+	worse := &scripted{answer: func(_ int, w http.ResponseWriter, _ *http.Request) { serveJSON(w, 502, `{}`) }}
+	r := runner(opts, upstreamWith(t, "a", bad), upstreamWith(t, "b", worse))
+	r.Serve(context.Background(), "test/thing", nil) // both fail: both rest
+	r.routes["test/thing"][0].until = time.Time{} // the first is back, still failing; the second rests
+	e := r.Serve(context.Background(), "test/thing", nil).Error()
+	if e.Status != http.StatusServiceUnavailable || e.Header.Get("retry-after") == "" {
+		t.Fatalf("error = %d %v; want 503 with retry-after (a route that could answer is resting)", e.Status, e.Header)
+	}
+}
+
+func TestRedirectLoopIsTheCallersURL(t *testing.T) {
+	loop := listen(t, "127.0.0.1", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, r.URL.Path+"x", http.StatusFound)
+	}))
+	policy := &URLPolicy{Resolver: &fakeResolver{}, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}
+	err := getPublic(policy, "http://"+loop.addr+"/a")
+	var f *Fault
+	if !errors.As(err, &f) || f.Kind != InvalidParameter || f.Field != "url" {
+		t.Fatalf("err = %v; want an InvalidParameter fault naming url", err)
 	}
 }

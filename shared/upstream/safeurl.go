@@ -60,6 +60,11 @@ var refusedRanges = []netip.Prefix{
 	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
 	netip.MustParsePrefix("2001:db8::/32"),   // documentation
 	netip.MustParsePrefix("2002::/16"),       // 6to4 embeds any IPv4 address
+	netip.MustParsePrefix("2001::/32"),       // Teredo embeds an IPv4 address
+	netip.MustParsePrefix("::/96"),           // IPv4-compatible (deprecated) addresses
+	netip.MustParsePrefix("::ffff:0:0:0/96"), // SIIT-translated IPv4
+	netip.MustParsePrefix("100::/64"),        // discard-only
+	netip.MustParsePrefix("fec0::/10"),       // site-local (deprecated, still routed privately)
 }
 
 // Public reports whether addr may be reached by a caller-supplied URL.
@@ -189,7 +194,7 @@ func (p *URLPolicy) newClient() *http.Client {
 		Transport: transport,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) >= maxRedirects {
-				return fmt.Errorf("stopped after %d redirects", maxRedirects)
+				return &URLRefusedError{"redirects", fmt.Sprintf("The URL redirects more than %d times.", maxRedirects)}
 			}
 			return checkShape(req.URL) // the dialer checks the new host's addresses
 		},

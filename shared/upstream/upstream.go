@@ -115,12 +115,6 @@ func (k FaultKind) retryable() bool {
 	return k == Timeout || k == Transport || k == ServerError
 }
 
-// countsTowardCooldown: faults that say the route is unhealthy, as opposed
-// to answers about this request.
-func (k FaultKind) countsTowardCooldown() bool {
-	return !k.definitive() && k != Rejected
-}
-
 // Fault is an upstream failure of one attempt.
 type Fault struct {
 	Kind FaultKind
@@ -133,6 +127,19 @@ type Fault struct {
 	// Field and Code, for InvalidParameter: the parameter and a
 	// machine-readable reason (details.field, details.reason).
 	Field, Code string
+}
+
+// unhealthy faults say the route is failing, as opposed to answers about
+// this request: refusals count only when they refuse Meridian itself (bad
+// or missing credentials, 401/403), which every later call would meet too.
+func (f *Fault) unhealthy() bool {
+	switch f.Kind {
+	case NotFound, InvalidParameter:
+		return false
+	case Rejected:
+		return f.Status == http.StatusUnauthorized || f.Status == http.StatusForbidden
+	}
+	return true
 }
 
 func (f *Fault) Error() string {
@@ -165,9 +172,8 @@ func StatusFault(status int, header http.Header) *Fault {
 	case status == http.StatusTooManyRequests:
 		f.Kind = RateLimited
 		f.RetryAfter = parseRetryAfter(header.Get("retry-after"), time.Now())
-	case status == http.StatusRequestTimeout || status == http.StatusGatewayTimeout:
-		f.Kind = Timeout
-	case status >= 500:
+	case status >= 500 || status == http.StatusRequestTimeout:
+		// Spec 7: an upstream 5xx (its 504 too) is 502; timeouts are ours.
 		f.Kind = ServerError
 		f.RetryAfter = parseRetryAfter(header.Get("retry-after"), time.Now())
 	default:

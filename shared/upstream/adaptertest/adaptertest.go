@@ -64,8 +64,9 @@ var Options = upstream.Options{
 }
 
 // Start serves testdata/upstream through a replay server and builds a
-// runner with p as the only provider. secrets are the configured
-// credentials (nil: replay placeholders for the required ones).
+// runner with p as the only provider, its base URL pointed at the replay
+// server. secrets are the configured credentials (placeholders stand in
+// for required ones not given).
 func Start(t testing.TB, p *upstream.Provider, secrets map[string]string) *Upstream {
 	t.Helper()
 	return StartWith(t, p, secrets, Options)
@@ -83,13 +84,22 @@ func StartWith(t testing.TB, p *upstream.Provider, secrets map[string]string, op
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = stop() })
+	// Configured like a live deployment pointed at a test server, so the
+	// credentials given here are the ones sent (replay mode never sends real ones).
+	values := map[string]string{p.BaseURLVar(): base + "/" + p.Name}
+	for _, sec := range p.Secrets {
+		if sec.Required {
+			values[sec.Name] = upstream.ReplaySecret
+		}
+	}
+	for k, v := range secrets {
+		values[k] = v
+	}
 	lookup := func(name string) (string, bool) {
-		v, ok := secrets[name]
+		v, ok := values[name]
 		return v, ok
 	}
-	runner := upstream.NewRunner([]*upstream.Provider{p}, upstream.Settings{
-		Lookup: lookup, ReplayURL: base, Options: opts,
-	})
+	runner := upstream.NewRunner([]*upstream.Provider{p}, upstream.Settings{Lookup: lookup, Options: opts})
 	return &Upstream{Provider: p, Replay: srv, Runner: runner}
 }
 

@@ -43,6 +43,9 @@ import (
 // DefaultDir is where the fixtures live, relative to the repository root.
 const DefaultDir = "testdata/upstream"
 
+// maxRecorded bounds the requests kept for inspection.
+const maxRecorded = 10_000
+
 // Fixture is one recorded or documented upstream exchange.
 type Fixture struct {
 	Match struct {
@@ -127,6 +130,9 @@ func (s *Server) Add(provider, name string, fx Fixture) error {
 	if fx.Fault != "" && fx.Fault != "reset" && fx.Fault != "truncate" {
 		return fmt.Errorf("fixture %s: unknown fault %q", name, fx.Fault)
 	}
+	if fx.Fault == "truncate" && len(fx.Response.Body) < 2 && (fx.Response.BodyText == nil || len(*fx.Response.BodyText) < 2) {
+		return fmt.Errorf("fixture %s: truncate needs a body of at least 2 bytes to cut", name)
+	}
 	if fx.Match.Method == "" {
 		fx.Match.Method = http.MethodGet
 	}
@@ -178,7 +184,7 @@ func (s *Server) find(provider string, r *http.Request, rest string) *Fixture {
 			}
 			continue
 		}
-		if queryMatches(fx.Match.Query, q) && (best == nil || len(fx.Match.Query) > len(best.Match.Query)) {
+		if queryMatches(fx.Match.Query, q) && (best == nil || moreSpecific(fx, best)) {
 			best = fx
 		}
 	}
@@ -187,6 +193,16 @@ func (s *Server) find(provider string, r *http.Request, rest string) *Fixture {
 	}
 	return fallback
 }
+
+// moreSpecific: more query constraints win, then a literal path over a pattern.
+func moreSpecific(a, b *Fixture) bool {
+	if len(a.Match.Query) != len(b.Match.Query) {
+		return len(a.Match.Query) > len(b.Match.Query)
+	}
+	return !hasPattern(a.Match.Path) && hasPattern(b.Match.Path)
+}
+
+func hasPattern(p string) bool { return strings.ContainsAny(p, `*?[\`) }
 
 func queryMatches(want map[string]string, got map[string][]string) bool {
 	for k, v := range want {
@@ -208,11 +224,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.Fixture = fx.file
 	}
 	s.mu.Lock()
+	if len(s.requests) == maxRecorded {
+		s.requests = s.requests[1:] // a long-running local server keeps the latest only
+	}
 	s.requests = append(s.requests, rec)
 	s.mu.Unlock()
 	if fx == nil {
+		// A plain refusal: not retried, and no route rests for a gap in the fixtures.
 		w.Header().Set("x-replay", "no-fixture")
-		http.Error(w, "replay upstream: no fixture for "+r.Method+" "+r.URL.Path, http.StatusInternalServerError)
+		http.Error(w, "replay upstream: no fixture for "+r.Method+" "+r.URL.Path, http.StatusBadRequest)
 		return
 	}
 	if fx.Response.DelayMS > 0 {

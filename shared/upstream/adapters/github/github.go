@@ -47,28 +47,10 @@ func Provider() *upstream.Provider {
 				"\"Public repositories (read-only)\" access and no other permission.",
 		}},
 		Endpoints: map[string]upstream.Adapter{
-			"code_host/profile":       redactToken(profile),
-			"code_host/profile/repos": redactToken(repos),
-			"code_host/repo/issues":   redactToken(issues),
+			"code_host/profile":       profile,
+			"code_host/profile/repos": repos,
+			"code_host/repo/issues":   issues,
 		},
-	}
-}
-
-// redactToken keeps the token out of a Fault's reason whatever path a
-// failure took.
-func redactToken(next upstream.Adapter) upstream.Adapter {
-	return func(ctx context.Context, c *upstream.Call) (any, error) {
-		data, err := next(ctx, c)
-		token := c.Secret(TokenSecret)
-		if err == nil || token == "" {
-			return data, err
-		}
-		var f *upstream.Fault
-		if errors.As(err, &f) {
-			f.Reason = strings.ReplaceAll(f.Reason, token, "[redacted]")
-			return nil, f
-		}
-		return nil, upstream.MalformedFault("%s", strings.ReplaceAll(err.Error(), token, "[redacted]"))
 	}
 }
 

@@ -48,26 +48,8 @@ func Provider() *upstream.Provider {
 				"which resets at midnight Pacific Time.",
 		}},
 		Endpoints: map[string]upstream.Adapter{
-			"video_platform/search": redactKey(search),
+			"video_platform/search": search,
 		},
-	}
-}
-
-// redactKey makes sure the key never reaches a Fault's reason (and so the
-// logs), whatever path a failure took: the key travels in the query string.
-func redactKey(next upstream.Adapter) upstream.Adapter {
-	return func(ctx context.Context, c *upstream.Call) (any, error) {
-		data, err := next(ctx, c)
-		key := c.Secret(KeySecret)
-		if err == nil || key == "" {
-			return data, err
-		}
-		var f *upstream.Fault
-		if errors.As(err, &f) {
-			f.Reason = strings.ReplaceAll(f.Reason, key, "[redacted]")
-			return nil, f
-		}
-		return nil, upstream.MalformedFault("%s", strings.ReplaceAll(err.Error(), key, "[redacted]"))
 	}
 }
 
