@@ -126,7 +126,7 @@ func testUpstreamFaultMatrix(t *testing.T, newBilled billedFactory) {
 		{"truncated", 502, "UPSTREAM_ERROR", 3, ""},
 		{"malformed", 502, "UPSTREAM_ERROR", 1, ""},
 		{"missing", 404, "RESOURCE_NOT_FOUND", 1, ""},
-		{"failover", 502, "UPSTREAM_ERROR", 3, ""}, // 503 from the only route
+		{"failover", 502, "UPSTREAM_ERROR", 3, ""},      // 503 from the only route
 		{"rate-limited", 429, "UPSTREAM_ERROR", 1, "9"}, // last: the route then rests 9 s
 	} {
 		before := len(srv.Requests())
