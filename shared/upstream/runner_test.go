@@ -362,7 +362,7 @@ func TestFaultBesideARestingRouteIs503(t *testing.T) {
 	worse := &scripted{answer: func(_ int, w http.ResponseWriter, _ *http.Request) { serveJSON(w, 502, `{}`) }}
 	r := runner(opts, upstreamWith(t, "a", bad), upstreamWith(t, "b", worse))
 	r.Serve(context.Background(), "test/thing", nil) // both fail: both rest
-	r.routes["test/thing"][0].until = time.Time{} // the first is back, still failing; the second rests
+	r.routes["test/thing"][0].until = time.Time{}    // the first is back, still failing; the second rests
 	e := r.Serve(context.Background(), "test/thing", nil).Error()
 	if e.Status != http.StatusServiceUnavailable || e.Header.Get("retry-after") == "" {
 		t.Fatalf("error = %d %v; want 503 with retry-after (a route that could answer is resting)", e.Status, e.Header)
