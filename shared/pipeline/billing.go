@@ -22,7 +22,11 @@ const BillingRefundPending = "refund_pending"
 
 // billingTimeout bounds each store write of a paid call. The writes run
 // detached from the caller, who may have gone: a refund must still land.
-const billingTimeout = 5 * time.Second
+// It is generous because many calls of one account contend for its
+// wallet item (each round of a conflict has one winner), and a slow store
+// is better waited for than answered with a 500; it stays far inside
+// RequestTimeout.
+const billingTimeout = 15 * time.Second
 
 // dispatch hands the call to its endpoint's handler. A cached success is
 // answered from the cache for 0 credits. A paid data call is reserved
