@@ -41,11 +41,18 @@ type MinuteStats struct {
 	Histogram []int64 // len(LatencyBucketsMS)+1
 }
 
+// OutcomeDedupWindow is how long a request id stays remembered, so a
+// usage event delivered twice counts once.
+const OutcomeDedupWindow = 24 * time.Hour
+
 // Outcomes records request outcomes per platform and minute and reads
 // them back for the status window. Recording only adds to counters, so it
 // never contends.
 type Outcomes interface {
-	RecordOutcome(ctx context.Context, o Outcome, now time.Time) error
+	// RecordOutcome counts o in the minute of now, once per requestID:
+	// recorded is false (and nothing changes) when that request was
+	// already counted within OutcomeDedupWindow.
+	RecordOutcome(ctx context.Context, requestID string, o Outcome, now time.Time) (recorded bool, err error)
 	// OutcomesSince returns each platform's minutes from since to now.
 	OutcomesSince(ctx context.Context, since, now time.Time) (map[string][]MinuteStats, error)
 }

@@ -156,6 +156,23 @@ type Store interface {
 	// ErrSettled. Returns the balance after.
 	Refund(ctx context.Context, accountID, requestID string) (int64, error)
 	Ledger(ctx context.Context, accountID string, q LedgerQuery) (LedgerPage, error)
+	// ExpiredReservations lists up to limit reservations still "reserved"
+	// whose lease (ReservationLease from the reservation) ended at or
+	// before now, oldest lease first: calls whose process died between
+	// reserve and settle. Reconciliation refunds them.
+	ExpiredReservations(ctx context.Context, now time.Time, limit int) ([]ReservationRef, error)
+}
+
+// ReservationLease is how long a reservation may stay "reserved": far
+// longer than any call (the pipeline's 90-second request deadline plus its
+// billing writes), so only a reservation whose process died outlives it.
+const ReservationLease = 10 * time.Minute
+
+// ReservationRef names a reservation whose lease ended.
+type ReservationRef struct {
+	AccountID  string
+	RequestID  string
+	LeaseUntil time.Time
 }
 
 // Errors a Store returns.
