@@ -54,7 +54,7 @@ func (p *Pipeline) recordOutcome(x *exchange, latency time.Duration) {
 		defer p.background.Done()
 		ctx, cancel := context.WithTimeout(ctx, outcomeTimeout)
 		defer cancel()
-		if err := p.cfg.Outcomes.RecordOutcome(ctx, o, now); err != nil {
+		if _, err := p.cfg.Outcomes.RecordOutcome(ctx, x.requestID, o, now); err != nil {
 			p.cfg.Logger.Warn("outcome not recorded", "request_id", x.requestID, "error", err.Error())
 		}
 	}()

@@ -31,7 +31,7 @@ func TestStatusFromRecordedOutcomes(t *testing.T) {
 	b.call("/v1/company_registry/search?query=a")
 	b.p.Wait()
 	// Older outcomes have left the window.
-	if err := b.store.RecordOutcome(t.Context(), store.Outcome{Platform: "marketplace_a", Status: 502}, b.clock.Now().Add(-16*time.Minute)); err != nil {
+	if _, err := b.store.RecordOutcome(t.Context(), "req_old", store.Outcome{Platform: "marketplace_a", Status: 502}, b.clock.Now().Add(-16*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	d = b.call("/v1/status").body["data"].(map[string]any)

@@ -46,8 +46,8 @@ type MinuteStats struct {
 const OutcomeDedupWindow = 24 * time.Hour
 
 // Outcomes records request outcomes per platform and minute and reads
-// them back for the status window. Recording only adds to counters, so it
-// never contends.
+// them back for the status window. Recording only adds to counters (and
+// marks the request id counted).
 type Outcomes interface {
 	// RecordOutcome counts o in the minute of now, once per requestID:
 	// recorded is false (and nothing changes) when that request was

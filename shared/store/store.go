@@ -150,6 +150,7 @@ type Store interface {
 	// *InsufficientCreditsError, ErrKeyInactive, ErrDuplicateRequest.
 	Reserve(ctx context.Context, c Charge) (Reservation, error)
 	// Settle records that the reserved call succeeded and keeps the charge.
+	// Settling twice is fine; a refunded reservation is ErrRefunded.
 	Settle(ctx context.Context, accountID, requestID string) error
 	// Refund returns a reservation to the key and the wallet with a refund
 	// entry. Refunding twice refunds once; a settled reservation is
@@ -191,6 +192,9 @@ var (
 	// ErrSettled: the reservation's call succeeded and keeps its charge; it
 	// cannot be refunded.
 	ErrSettled = errors.New("store: the reservation is settled")
+	// ErrRefunded: the reservation was refunded (by the call's failure or
+	// by reconciliation); it cannot be settled any more.
+	ErrRefunded = errors.New("store: the reservation was refunded")
 )
 
 // KeyLimitError: the key's credit_limit would be exceeded (402 KEY_LIMIT_EXCEEDED).

@@ -15,7 +15,12 @@
 //	                                                  request_id, endpoint, key_id, key_prefix, note, created_at
 //	reservation  acct#<account id>     req#<request>  status reserved|settled|refunded, cost N, key_id,
 //	                                                  key_prefix, endpoint, debit_entry, refund_entry,
-//	                                                  created_at, expires_at N (final states only)
+//	                                                  created_at, expires_at N (final states only),
+//	                                                  lease_pk S, lease_sk S (reserved only: LeaseIndex)
+//	usage mark   usage#<request id>    usage          expires_at N (a request counted: outcomes.go)
+//	outcomes     outcomes#<minute>     <platform>     requests N, errors N, h0..hN N, expires_at N
+//	outbox       outbox#<n>            <nanos>#<id>   id, body B, created_at, expires_at N (outbox.go)
+//	outbox id    outboxid#<id>         outboxid       msg_pk, msg_sk, expires_at N
 //
 // Times are RFC 3339 strings (nanoseconds, UTC). Ids come from the store
 // package: account ids are "acct_" + 24 lowercase base32 characters (120
@@ -44,7 +49,9 @@
 //
 // Settled and refunded reservations expire after ReservationRetention (TTL
 // on expires_at); a reservation still "reserved" never expires, so
-// reconciliation can find it.
+// reconciliation can find it: it carries the keys of the sparse index
+// LeaseIndex (table.go) until Settle or Refund removes them, and
+// ExpiredReservations queries that index.
 package dynamostore
 
 import (
@@ -68,8 +75,9 @@ import (
 // kept (its ledger entries are kept for ever).
 const ReservationRetention = 30 * 24 * time.Hour
 
-// ErrRefunded: Settle of a reservation that was already refunded.
-var ErrRefunded = errors.New("dynamostore: the reservation was refunded")
+// ErrRefunded: Settle of a reservation that was already refunded (the
+// same error as store.ErrRefunded).
+var ErrRefunded = store.ErrRefunded
 
 // Store is the DynamoDB store. It is safe for concurrent use.
 type Store struct {
@@ -216,6 +224,9 @@ type reservationItem struct {
 	RefundEntry string    `dynamodbav:"refund_entry,omitempty"`
 	CreatedAt   time.Time `dynamodbav:"created_at"`
 	ExpiresAt   int64     `dynamodbav:"expires_at,omitempty"` // Unix seconds
+	// Only while reserved: the keys of LeaseIndex (see leaseKeys).
+	LeasePK string `dynamodbav:"lease_pk,omitempty"`
+	LeaseSK string `dynamodbav:"lease_sk,omitempty"`
 }
 
 // expired: DynamoDB TTL would delete it; treat it as gone.

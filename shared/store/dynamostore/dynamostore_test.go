@@ -154,13 +154,34 @@ func attrS(t *testing.T, item map[string]types.AttributeValue, name string) stri
 
 func TestSchemaAndCreateTable(t *testing.T) {
 	in := Schema("x")
-	if in.BillingMode != types.BillingModePayPerRequest || len(in.KeySchema) != 2 || len(in.AttributeDefinitions) != 2 ||
+	if in.BillingMode != types.BillingModePayPerRequest || len(in.KeySchema) != 2 || len(in.AttributeDefinitions) != 4 ||
 		aws.ToString(in.KeySchema[0].AttributeName) != "pk" || in.KeySchema[0].KeyType != types.KeyTypeHash ||
-		aws.ToString(in.KeySchema[1].AttributeName) != "sk" || in.KeySchema[1].KeyType != types.KeyTypeRange ||
-		in.AttributeDefinitions[0].AttributeType != types.ScalarAttributeTypeS || in.AttributeDefinitions[1].AttributeType != types.ScalarAttributeTypeS {
+		aws.ToString(in.KeySchema[1].AttributeName) != "sk" || in.KeySchema[1].KeyType != types.KeyTypeRange {
 		t.Errorf("schema %+v", in)
 	}
+	for i, name := range []string{"pk", "sk", "lease_pk", "lease_sk"} {
+		if d := in.AttributeDefinitions[i]; aws.ToString(d.AttributeName) != name || d.AttributeType != types.ScalarAttributeTypeS {
+			t.Errorf("attribute %d: %s %s", i, aws.ToString(d.AttributeName), d.AttributeType)
+		}
+	}
+	if len(in.GlobalSecondaryIndexes) != 1 || len(in.LocalSecondaryIndexes) != 0 {
+		t.Fatalf("indexes %+v %+v", in.GlobalSecondaryIndexes, in.LocalSecondaryIndexes)
+	}
+	gsi := in.GlobalSecondaryIndexes[0]
+	if aws.ToString(gsi.IndexName) != "leases" || len(gsi.KeySchema) != 2 ||
+		aws.ToString(gsi.KeySchema[0].AttributeName) != "lease_pk" || gsi.KeySchema[0].KeyType != types.KeyTypeHash ||
+		aws.ToString(gsi.KeySchema[1].AttributeName) != "lease_sk" || gsi.KeySchema[1].KeyType != types.KeyTypeRange ||
+		gsi.Projection == nil || gsi.Projection.ProjectionType != types.ProjectionTypeKeysOnly || gsi.ProvisionedThroughput != nil {
+		t.Errorf("lease index %+v", gsi)
+	}
 	s := newStore(t)
+	desc, err := s.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: s.table})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := desc.Table.GlobalSecondaryIndexes; len(g) != 1 || aws.ToString(g[0].IndexName) != LeaseIndex || g[0].IndexStatus != types.IndexStatusActive {
+		t.Errorf("created indexes %+v", g)
+	}
 	if err := CreateTable(ctx, s.db, *s.table); err != nil {
 		t.Errorf("a second CreateTable: %v", err)
 	}
@@ -270,6 +291,14 @@ func TestItemLayout(t *testing.T) {
 	if attrS(t, res, "status") != "reserved" || attrN(t, res, "cost") != "4" || attrS(t, res, "debit_entry") != r.DebitEntryID {
 		t.Errorf("reservation item %v", res)
 	}
+	leaseSK := attrS(t, res, "lease_sk")
+	secs, _, _ := strings.Cut(leaseSK, "#")
+	if shard := attrS(t, res, "lease_pk"); len(shard) != len("lease#0") || shard < "lease#0" || shard > "lease#7" ||
+		len(secs) != 12 || leaseSK != secs+"#"+a.ID+"#"+c.RequestID ||
+		secs < fmt.Sprintf("%012d", time.Now().Add(store.ReservationLease-time.Minute).Unix()) ||
+		secs > fmt.Sprintf("%012d", time.Now().Add(store.ReservationLease+time.Second).Unix()) {
+		t.Errorf("lease keys of a reserved reservation %v", res)
+	}
 	if _, has := res[AttrExpiresAt]; has {
 		t.Error("a reservation still reserved must not expire")
 	}
@@ -278,7 +307,7 @@ func TestItemLayout(t *testing.T) {
 	}
 	res = rawItem(t, s, pk, "req#"+c.RequestID)
 	exp := attrN(t, res, AttrExpiresAt)
-	if attrS(t, res, "status") != "settled" || exp <= fmt.Sprint(time.Now().Unix()) {
+	if attrS(t, res, "status") != "settled" || exp <= fmt.Sprint(time.Now().Unix()) || res["lease_pk"] != nil || res["lease_sk"] != nil {
 		t.Errorf("settled reservation %v", res)
 	}
 	c2 := chargeFor(capped, 3)
@@ -293,7 +322,8 @@ func TestItemLayout(t *testing.T) {
 		t.Fatalf("refund entry %+v %v", refund, err)
 	}
 	res = rawItem(t, s, pk, "req#"+c2.RequestID)
-	if attrS(t, res, "status") != "refunded" || attrS(t, res, "refund_entry") != refund.Entries[0].ID || attrN(t, res, AttrExpiresAt) <= fmt.Sprint(time.Now().Unix()) {
+	if attrS(t, res, "status") != "refunded" || attrS(t, res, "refund_entry") != refund.Entries[0].ID || attrN(t, res, AttrExpiresAt) <= fmt.Sprint(time.Now().Unix()) ||
+		res["lease_pk"] != nil || res["lease_sk"] != nil {
 		t.Errorf("refunded reservation %v", res)
 	}
 	if _, err := s.UpdateKey(ctx, a.ID, capped.ID, store.KeyChange{SetLimit: true}); err != nil {
@@ -387,4 +417,51 @@ func TestExpiredReservation(t *testing.T) {
 		t.Errorf("the request id is free again: %v", err)
 	}
 	storetest.CheckLedger(t, s, a.ID)
+}
+
+// The outbox writes in transactions of up to outboxPerTx messages and
+// outboxTxMaxBytes of bodies, and deletes in batches: many large messages
+// go in and out in one call each.
+func TestOutboxChunks(t *testing.T) {
+	t.Parallel()
+	s := newStore(t)
+	base := time.Now().UTC().Add(-time.Minute)
+	var msgs []store.OutboxMessage
+	var ids []string
+	for i := 0; i < 3*outboxPerTx; i++ {
+		body := []byte(strings.Repeat(fmt.Sprint(i%10), 50_000))
+		if i%2 == 0 {
+			body = body[:10]
+		}
+		m := store.OutboxMessage{ID: fmt.Sprintf("m%03d", i), Body: body, CreatedAt: base.Add(time.Duration(i) * time.Millisecond)}
+		msgs, ids = append(msgs, m), append(ids, m.ID)
+	}
+	if err := s.PutOutbox(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutOutbox(ctx, msgs); err != nil {
+		t.Fatalf("putting them all again: %v", err)
+	}
+	got, err := s.OutboxBatch(ctx, 1000)
+	if err != nil || len(got) != len(msgs) {
+		t.Fatalf("%d messages, want %d: %v", len(got), len(msgs), err)
+	}
+	for i, m := range got {
+		if m.ID != msgs[i].ID || string(m.Body) != string(msgs[i].Body) || !m.CreatedAt.Equal(msgs[i].CreatedAt) {
+			t.Fatalf("message %d: %s, want %s", i, m.ID, msgs[i].ID)
+		}
+	}
+	guard := rawItem(t, s, "outboxid#m000", "outboxid")
+	if attrN(t, guard, AttrExpiresAt) != fmt.Sprint(msgs[0].CreatedAt.Add(store.OutboxRetention).Unix()) {
+		t.Errorf("guard %v", guard)
+	}
+	if err := s.DeleteOutbox(ctx, ids); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.OutboxBatch(ctx, 1000); err != nil || len(got) != 0 {
+		t.Errorf("after deleting all: %d %v", len(got), err)
+	}
+	if guard := rawItem(t, s, "outboxid#m000", "outboxid"); guard != nil {
+		t.Errorf("guard left behind: %v", guard)
+	}
 }

@@ -16,27 +16,69 @@ import (
 
 // Outcome counters: pk=outcomes#<Unix minute>, sk=<platform>, with
 // requests, errors and h0..hN (latency histogram) kept by ADD, so
-// recording never reads and never contends; expires_at keeps a day.
-// Reading the status window is one query per minute.
+// recording never reads; expires_at keeps a day. Reading the status
+// window is one query per minute.
+//
+// A request counts once: pk=usage#<request id>, sk=usage is its mark,
+// with expires_at = now + store.OutcomeDedupWindow, put in the same
+// transaction as the counter update on the condition that there is no
+// live mark.
 func outcomesPK(minute int64) string { return "outcomes#" + strconv.FormatInt(minute, 10) }
 
-func (s *Store) RecordOutcome(ctx context.Context, o store.Outcome, now time.Time) error {
+const skUsage = "usage"
+
+func usagePK(requestID string) string { return "usage#" + requestID }
+
+// RecordOutcome is one TransactWriteItems: [put the request's mark if
+// attribute_not_exists(pk) OR expires_at <= now; ADD to the minute's
+// counters]. A failed mark condition means the request was counted already
+// (false, nil). Transactions on the same counter item conflict, so a
+// conflict (or throttling) is retried until ctx ends.
+func (s *Store) RecordOutcome(ctx context.Context, requestID string, o store.Outcome, now time.Time) (bool, error) {
+	if requestID == "" {
+		return false, store.ErrInvalid
+	}
 	minute := now.Unix() / 60
 	errs := int64(0)
 	if o.Error() {
 		errs = 1
 	}
 	bucket := fmt.Sprintf("h%d", store.Bucket(o.Latency))
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                s.table,
-		Key:                      itemKey(outcomesPK(minute), o.Platform),
-		UpdateExpression:         aws.String("ADD requests :one, errors :errs, #bucket :one SET expires_at = :exp"),
-		ExpressionAttributeNames: map[string]string{"#bucket": bucket},
-		ExpressionAttributeValues: vals{
-			":one": num(1), ":errs": num(errs), ":exp": num(now.Add(24 * time.Hour).Unix()),
-		},
-	})
-	return err
+	items := []types.TransactWriteItem{
+		{Put: &types.Put{
+			TableName: s.table,
+			Item: map[string]types.AttributeValue{
+				AttrPK: str(usagePK(requestID)), AttrSK: str(skUsage),
+				AttrExpiresAt: num(now.Add(store.OutcomeDedupWindow).Unix()),
+			},
+			ConditionExpression:       aws.String("attribute_not_exists(pk) OR expires_at <= :now"),
+			ExpressionAttributeValues: vals{":now": num(now.Unix())},
+		}},
+		{Update: &types.Update{
+			TableName:                s.table,
+			Key:                      itemKey(outcomesPK(minute), o.Platform),
+			UpdateExpression:         aws.String("ADD requests :one, errors :errs, #bucket :one SET expires_at = :exp"),
+			ExpressionAttributeNames: map[string]string{"#bucket": bucket},
+			ExpressionAttributeValues: vals{
+				":one": num(1), ":errs": num(errs), ":exp": num(now.Add(24 * time.Hour).Unix()),
+			},
+		}},
+	}
+	for attempt := 0; ; attempt++ {
+		cx, err := s.transact(ctx, items)
+		if err != nil {
+			return false, err
+		}
+		if cx == nil {
+			return true, nil
+		}
+		if bad, _ := cx.failed(0); bad {
+			return false, nil // counted already
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return false, err
+		}
+	}
 }
 
 func (s *Store) OutcomesSince(ctx context.Context, since, now time.Time) (map[string][]store.MinuteStats, error) {

@@ -26,7 +26,25 @@ const (
 	AttrExpiresAt = "expires_at"
 )
 
-// Schema is the exact table definition infra declares.
+// The lease index: a sparse global secondary index over the reservations
+// still "reserved" (only they carry AttrLeasePK and AttrLeaseSK), so the
+// reconciliation sweep is a Query per shard, never a Scan.
+//
+//	lease_pk  "lease#<n>", n = FNV-1a of the request id mod LeaseShards
+//	          (spreads the writes: no hot partition)
+//	lease_sk  <lease end, Unix seconds, 12 digits>#<account id>#<request id>
+//
+// Projection KEYS_ONLY: the index keys plus the table's pk and sk, which
+// name the account and the request.
+const (
+	LeaseIndex  = "leases"
+	AttrLeasePK = "lease_pk"
+	AttrLeaseSK = "lease_sk"
+	LeaseShards = 8
+)
+
+// Schema is the exact table definition infra declares: the table and its
+// one global secondary index, LeaseIndex (on-demand, like the table).
 func Schema(table string) *dynamodb.CreateTableInput {
 	return &dynamodb.CreateTableInput{
 		TableName:   aws.String(table),
@@ -34,11 +52,21 @@ func Schema(table string) *dynamodb.CreateTableInput {
 		AttributeDefinitions: []types.AttributeDefinition{
 			{AttributeName: aws.String(AttrPK), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(AttrSK), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AttrLeasePK), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AttrLeaseSK), AttributeType: types.ScalarAttributeTypeS},
 		},
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String(AttrPK), KeyType: types.KeyTypeHash},
 			{AttributeName: aws.String(AttrSK), KeyType: types.KeyTypeRange},
 		},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName: aws.String(LeaseIndex),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(AttrLeasePK), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(AttrLeaseSK), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+		}},
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,9 @@ var (
 	bKeyHash      = []byte("keyhash")      // key hash -> account id \x00 key id
 	bLedger       = []byte("ledger")       // account id \x00 entry id -> entry
 	bReservations = []byte("reservations") // account id \x00 request id -> reservation
+	// leases indexes the reservations still reserved by the end of their
+	// lease: zero-padded lease Unix nanos \x00 account id \x00 request id -> empty.
+	bLeases = []byte("leases")
 )
 
 // Store is the embedded store.
@@ -49,12 +53,17 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("embedded store: %w (is another make run using %s?)", err, dir)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bAccounts, bConsole, bKeys, bKeyHash, bLedger, bReservations, bCache, bIdempotency, bLimits, bFairUse, bOutcomes} {
+		leased := tx.Bucket(bLeases) != nil
+		for _, b := range [][]byte{bAccounts, bConsole, bKeys, bKeyHash, bLedger, bReservations, bLeases, bCache, bIdempotency,
+			bLimits, bFairUse, bOutcomes, bOutcomeMarks, bOutcomeExpiry, bOutbox, bOutboxIDs} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
-		return nil
+		if leased {
+			return nil
+		}
+		return backfillLeases(tx)
 	})
 	if err != nil {
 		db.Close()
@@ -77,6 +86,64 @@ type reservation struct {
 	DebitEntry  string
 	RefundEntry string
 	CreatedAt   time.Time
+	// LeaseUntil: CreatedAt + store.ReservationLease. While the reservation
+	// is reserved, bLeases holds leaseKey(LeaseUntil, ...) for it.
+	LeaseUntil time.Time
+}
+
+// nanos is t as zero-padded Unix nanoseconds, so that keys sort by time.
+func nanos(t time.Time) string { return fmt.Sprintf("%020d", t.UnixNano()) }
+
+// parseNanos reads what nanos wrote.
+func parseNanos(b []byte) (time.Time, error) {
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("embedded store: bad time key %q: %w", b, err)
+	}
+	return time.Unix(0, n).UTC(), nil
+}
+
+func leaseKey(until time.Time, accountID, requestID string) []byte {
+	return []byte(nanos(until) + "\x00" + accountID + "\x00" + requestID)
+}
+
+// endLease takes a reservation that leaves the reserved state out of bLeases.
+func endLease(tx *bolt.Tx, r reservation) error {
+	if r.LeaseUntil.IsZero() {
+		return nil
+	}
+	return tx.Bucket(bLeases).Delete(leaseKey(r.LeaseUntil, r.AccountID, r.RequestID))
+}
+
+// backfillLeases gives the reserved reservations of a file written before
+// leases existed their lease (from CreatedAt), once, when bLeases is new.
+func backfillLeases(tx *bolt.Tx) error {
+	b := tx.Bucket(bReservations)
+	var keys [][]byte
+	var found []reservation
+	err := b.ForEach(func(k, v []byte) error {
+		var r reservation
+		if err := json.Unmarshal(v, &r); err != nil {
+			return err
+		}
+		if r.Status == "reserved" && r.LeaseUntil.IsZero() {
+			keys, found = append(keys, append([]byte{}, k...)), append(found, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, r := range found {
+		r.LeaseUntil = r.CreatedAt.Add(store.ReservationLease)
+		if err := put(b, keys[i], r); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bLeases).Put(leaseKey(r.LeaseUntil, r.AccountID, r.RequestID), []byte{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func join(a, b string) []byte { return []byte(a + "\x00" + b) }
@@ -387,7 +454,11 @@ func (s *Store) Reserve(ctx context.Context, c store.Charge) (store.Reservation,
 			return err
 		}
 		res = store.Reservation{Charge: c, CreditsRemaining: a.CreditsRemaining, DebitEntryID: e.ID}
-		return put(tx.Bucket(bReservations), resKey, reservation{Charge: c, Status: "reserved", DebitEntry: e.ID, CreatedAt: now})
+		lease := now.Add(store.ReservationLease)
+		if err := tx.Bucket(bLeases).Put(leaseKey(lease, c.AccountID, c.RequestID), []byte{}); err != nil {
+			return err
+		}
+		return put(tx.Bucket(bReservations), resKey, reservation{Charge: c, Status: "reserved", DebitEntry: e.ID, CreatedAt: now, LeaseUntil: lease})
 	})
 	return res, err
 }
@@ -403,9 +474,12 @@ func (s *Store) Settle(ctx context.Context, accountID, requestID string) error {
 		case "settled":
 			return nil
 		case "refunded":
-			return errors.New("embedded store: the reservation was refunded")
+			return store.ErrRefunded
 		}
 		r.Status = "settled"
+		if err := endLease(tx, r); err != nil {
+			return err
+		}
 		return put(tx.Bucket(bReservations), key, r)
 	})
 }
@@ -444,6 +518,9 @@ func (s *Store) Refund(ctx context.Context, accountID, requestID string) (int64,
 		}
 		balance = a.CreditsRemaining
 		r.Status, r.RefundEntry = "refunded", e.ID
+		if err := endLease(tx, r); err != nil {
+			return err
+		}
 		return put(tx.Bucket(bReservations), key, r)
 	})
 	return balance, err
@@ -494,6 +571,35 @@ func (s *Store) Ledger(ctx context.Context, accountID string, q store.LedgerQuer
 		return nil
 	})
 	return page, err
+}
+
+// ExpiredReservations reads bLeases from its oldest lease: every key
+// there is a reservation still reserved.
+func (s *Store) ExpiredReservations(ctx context.Context, now time.Time, limit int) ([]store.ReservationRef, error) {
+	if limit <= 0 {
+		return nil, store.ErrInvalid
+	}
+	refs := []store.ReservationRef{}
+	end := nanos(now)
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bLeases).Cursor()
+		for k, _ := c.First(); k != nil && len(refs) < limit; k, _ = c.Next() {
+			parts := strings.SplitN(string(k), "\x00", 3)
+			if len(parts) != 3 {
+				return fmt.Errorf("embedded store: bad lease key %q", k)
+			}
+			if parts[0] > end {
+				break
+			}
+			until, err := parseNanos([]byte(parts[0]))
+			if err != nil {
+				return err
+			}
+			refs = append(refs, store.ReservationRef{AccountID: parts[1], RequestID: parts[2], LeaseUntil: until})
+		}
+		return nil
+	})
+	return refs, err
 }
 
 var _ store.Store = (*Store)(nil)
@@ -662,15 +768,70 @@ func (s *Store) AddFairUse(ctx context.Context, accountID, endpoint string, atte
 
 var _ store.FairUse = (*Store)(nil)
 
-var bOutcomes = []byte("outcomes") // zero-padded Unix minute \x00 platform -> minute stats
+var (
+	bOutcomes = []byte("outcomes") // zero-padded Unix minute \x00 platform -> minute stats
+	// A request counted: request id -> zero-padded Unix nanos when the
+	// mark expires, and the same ordered by expiry (expiry \x00 request id
+	// -> empty) so expired marks are dropped from the front.
+	bOutcomeMarks  = []byte("outcomemarks")
+	bOutcomeExpiry = []byte("outcomeexpiry")
+)
+
+// dropMarksPerWrite bounds the expired marks one RecordOutcome drops, so a
+// write after a long pause stays small; the next writes drop the rest.
+const dropMarksPerWrite = 1000
+
+func firstKey(c *bolt.Cursor) []byte {
+	k, _ := c.First()
+	return k
+}
 
 func minuteKey(minute int64, platform string) []byte {
 	return []byte(fmt.Sprintf("%012d\x00%s", minute, platform))
 }
 
-func (s *Store) RecordOutcome(ctx context.Context, o store.Outcome, now time.Time) error {
+// RecordOutcome counts o once per request id: the mark and the counters
+// change in one transaction, so a request counts exactly when its mark is
+// written.
+func (s *Store) RecordOutcome(ctx context.Context, requestID string, o store.Outcome, now time.Time) (bool, error) {
+	if requestID == "" {
+		return false, store.ErrInvalid
+	}
 	minute := now.Unix() / 60
-	return s.update(ctx, func(tx *bolt.Tx) error {
+	recorded := false
+	err := s.update(ctx, func(tx *bolt.Tx) error {
+		marks, byExpiry := tx.Bucket(bOutcomeMarks), tx.Bucket(bOutcomeExpiry)
+		// Marks that expired are no one's any more.
+		c := byExpiry.Cursor()
+		end := nanos(now)
+		for n, k := 0, firstKey(c); k != nil && n < dropMarksPerWrite; n, k = n+1, firstKey(c) {
+			exp, id, _ := strings.Cut(string(k), "\x00")
+			if exp > end {
+				break
+			}
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			if err := marks.Delete([]byte(id)); err != nil {
+				return err
+			}
+		}
+		if old := marks.Get([]byte(requestID)); old != nil {
+			if string(old) > end {
+				return nil // counted already
+			}
+			if err := byExpiry.Delete([]byte(string(old) + "\x00" + requestID)); err != nil {
+				return err
+			}
+		}
+		exp := nanos(now.Add(store.OutcomeDedupWindow))
+		if err := marks.Put([]byte(requestID), []byte(exp)); err != nil {
+			return err
+		}
+		if err := byExpiry.Put([]byte(exp+"\x00"+requestID), []byte{}); err != nil {
+			return err
+		}
+
 		b := tx.Bucket(bOutcomes)
 		m, err := get[store.MinuteStats](b, minuteKey(minute, o.Platform))
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -685,16 +846,17 @@ func (s *Store) RecordOutcome(ctx context.Context, o store.Outcome, now time.Tim
 		}
 		m.Histogram[store.Bucket(o.Latency)]++
 		// Minutes older than a day are no one's status any more.
-		c := b.Cursor()
+		c = b.Cursor()
 		for k, _ := c.First(); k != nil && string(k) < string(minuteKey(minute-24*60, "")); k, _ = c.Next() {
 			if err := c.Delete(); err != nil {
 				return err
 			}
 		}
+		recorded = true
 		return put(b, minuteKey(minute, o.Platform), m)
 	})
+	return recorded && err == nil, err
 }
-
 func (s *Store) OutcomesSince(ctx context.Context, since, now time.Time) (map[string][]store.MinuteStats, error) {
 	out := map[string][]store.MinuteStats{}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
@@ -714,3 +876,110 @@ func (s *Store) OutcomesSince(ctx context.Context, since, now time.Time) (map[st
 }
 
 var _ store.Outcomes = (*Store)(nil)
+
+var (
+	// bOutbox holds the messages, oldest first: zero-padded CreatedAt Unix
+	// nanos \x00 message id -> message; bOutboxIDs finds them by id:
+	// message id -> its key in bOutbox.
+	bOutbox    = []byte("outbox")
+	bOutboxIDs = []byte("outboxids")
+)
+
+func outboxKey(m store.OutboxMessage) []byte { return []byte(nanos(m.CreatedAt) + "\x00" + m.ID) }
+
+// outboxExpired: a message kept past store.OutboxRetention is dropped.
+func outboxExpired(key []byte, now time.Time) bool {
+	created, _, _ := strings.Cut(string(key), "\x00")
+	return created <= nanos(now.Add(-store.OutboxRetention))
+}
+
+// PutOutbox stores the messages whose id is not stored yet (a message
+// without CreatedAt is created now), and drops the ones past retention.
+func (s *Store) PutOutbox(ctx context.Context, msgs []store.OutboxMessage) error {
+	for _, m := range msgs {
+		if m.ID == "" {
+			return store.ErrInvalid
+		}
+	}
+	now := s.now()
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		box, ids := tx.Bucket(bOutbox), tx.Bucket(bOutboxIDs)
+		c := box.Cursor()
+		for k, v := c.First(); k != nil && outboxExpired(k, now); k, v = c.First() {
+			var old store.OutboxMessage
+			if err := json.Unmarshal(v, &old); err != nil {
+				return err
+			}
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			if err := ids.Delete([]byte(old.ID)); err != nil {
+				return err
+			}
+		}
+		for _, m := range msgs {
+			if ids.Get([]byte(m.ID)) != nil {
+				continue // kept once
+			}
+			if m.CreatedAt.IsZero() {
+				m.CreatedAt = now
+			}
+			m.CreatedAt = m.CreatedAt.UTC()
+			key := outboxKey(m)
+			if outboxExpired(key, now) {
+				continue
+			}
+			if err := put(box, key, m); err != nil {
+				return err
+			}
+			if err := ids.Put([]byte(m.ID), key); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (s *Store) OutboxBatch(ctx context.Context, limit int) ([]store.OutboxMessage, error) {
+	if limit <= 0 {
+		return nil, store.ErrInvalid
+	}
+	now := s.now()
+	out := []store.OutboxMessage{}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bOutbox).Cursor()
+		for k, v := c.First(); k != nil && len(out) < limit; k, v = c.Next() {
+			if outboxExpired(k, now) {
+				continue
+			}
+			var m store.OutboxMessage
+			if err := json.Unmarshal(v, &m); err != nil {
+				return err
+			}
+			out = append(out, m)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (s *Store) DeleteOutbox(ctx context.Context, ids []string) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		box, byID := tx.Bucket(bOutbox), tx.Bucket(bOutboxIDs)
+		for _, id := range ids {
+			key := byID.Get([]byte(id))
+			if key == nil {
+				continue
+			}
+			if err := box.Delete(append([]byte{}, key...)); err != nil {
+				return err
+			}
+			if err := byID.Delete([]byte(id)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+var _ store.Outbox = (*Store)(nil)

@@ -48,6 +48,9 @@ func Run(t *testing.T, newStore Factory) {
 		"ReserveNeedsAPositiveCost":     testReservePositiveCost,
 		"ConcurrentGrantsAndReserves":   testConcurrentGrantsAndReserves,
 		"ReserveWhileTheLimitChanges":   testReserveWhileTheLimitChanges,
+		"ExpiredReservations":           testExpiredReservations,
+		"Outbox":                        testOutbox,
+		"OutcomesOncePerRequest":        testOutcomesOncePerRequest,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -704,8 +707,8 @@ func testRefund(t *testing.T, s store.Store) {
 	if debit == nil || refund == nil || debit.Amount+refund.Amount != 0 || refund.BalanceAfter != 120 {
 		t.Errorf("debit %+v refund %+v", debit, refund)
 	}
-	if err := s.Settle(ctx, a.ID, c.RequestID); err == nil {
-		t.Error("a refunded reservation cannot be settled")
+	if err := s.Settle(ctx, a.ID, c.RequestID); !errors.Is(err, store.ErrRefunded) {
+		t.Errorf("a refunded reservation cannot be settled: %v", err)
 	}
 	if _, err := s.Refund(ctx, a.ID, "req_unknown"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("refunding nothing: %v", err)
@@ -1423,8 +1426,8 @@ func testOutcomes(t *testing.T, s store.Store) {
 	record := func(at time.Time, status int, ms int) {
 		t.Helper()
 		out := store.Outcome{Platform: platform, Status: status, ErrorType: types[status], Latency: time.Duration(ms) * time.Millisecond}
-		if err := o.RecordOutcome(ctx, out, at); err != nil {
-			t.Fatal(err)
+		if recorded, err := o.RecordOutcome(ctx, unique("req_"), out, at); err != nil || !recorded {
+			t.Errorf("record: %v %v", recorded, err)
 		}
 	}
 	// Outside the window (15 minute buckets, this one included): never counted.
@@ -1454,5 +1457,301 @@ func testOutcomes(t *testing.T, s store.Store) {
 	}
 	if ps.P50MS == nil || *ps.P50MS != 50 || ps.P95MS == nil || *ps.P95MS != 1000 {
 		t.Errorf("p50 %v p95 %v", *ps.P50MS, *ps.P95MS)
+	}
+}
+
+// Reservations whose lease ended while still reserved are listed, oldest
+// lease first, and a sweep refunding them from many workers at once
+// refunds each exactly once.
+func testExpiredReservations(t *testing.T, s store.Store) {
+	a := newAccount(t, s, 1000)
+	k := newKey(t, s, a.ID, nil)
+	b := newAccount(t, s, 100)
+	kb := newKey(t, s, b.ID, ptr(50))
+	reserve := func(a store.Account, k store.Key, cost int64) store.Charge {
+		t.Helper()
+		c := charge(a, k, cost)
+		if _, err := s.Reserve(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	start := time.Now()
+	first := reserve(a, k, 1)
+	time.Sleep(1100 * time.Millisecond) // leases may be kept to the second
+	open := []store.Charge{first}
+	for i := int64(2); i <= 6; i++ {
+		open = append(open, reserve(a, k, i))
+	}
+	open = append(open, reserve(b, kb, 7)) // the sweep spans accounts
+	settled, refunded := reserve(a, k, 10), reserve(a, k, 20)
+	if err := s.Settle(ctx, a.ID, settled.RequestID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Refund(ctx, a.ID, refunded.RequestID); err != nil {
+		t.Fatal(err)
+	}
+	end := time.Now()
+
+	for _, now := range []time.Time{end, end.Add(store.ReservationLease / 2), start.Add(store.ReservationLease - time.Second)} {
+		if refs, err := s.ExpiredReservations(ctx, now, 100); err != nil || len(refs) != 0 {
+			t.Errorf("leases that have not ended are not listed at %v: %+v %v", now.Sub(start), refs, err)
+		}
+	}
+	if _, err := s.ExpiredReservations(ctx, end, 0); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("a limit of 0: %v", err)
+	}
+
+	later := time.Now().Add(11 * time.Minute)
+	all, err := s.ExpiredReservations(ctx, later, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, c := range open {
+		want[c.RequestID] = c.AccountID
+	}
+	if len(all) != len(open) {
+		t.Errorf("%d listed, want the %d still reserved: %+v", len(all), len(open), all)
+	}
+	for i, r := range all {
+		if want[r.RequestID] != r.AccountID {
+			t.Errorf("listed %+v: not a reservation still reserved (settled %s, refunded %s)", r, settled.RequestID, refunded.RequestID)
+		}
+		delete(want, r.RequestID)
+		if r.LeaseUntil.Before(start.Add(store.ReservationLease)) || r.LeaseUntil.After(end.Add(store.ReservationLease+time.Second)) {
+			t.Errorf("lease of %s ends %v after the test started", r.RequestID, r.LeaseUntil.Sub(start))
+		}
+		if i > 0 && r.LeaseUntil.Before(all[i-1].LeaseUntil) {
+			t.Errorf("not oldest first: %+v after %+v", r, all[i-1])
+		}
+	}
+	if len(want) != 0 {
+		t.Errorf("not listed: %v", want)
+	}
+	if len(all) == 0 || all[0].RequestID != first.RequestID {
+		t.Fatalf("the oldest lease first: %+v", all)
+	}
+	if refs, err := s.ExpiredReservations(ctx, all[0].LeaseUntil, 100); err != nil || len(refs) != 1 || refs[0] != all[0] {
+		t.Errorf("a lease ends at LeaseUntil, the next one later: %+v %v", refs, err)
+	}
+	if refs, err := s.ExpiredReservations(ctx, later, 3); err != nil || len(refs) != 3 || refs[0] != all[0] || refs[1] != all[1] || refs[2] != all[2] {
+		t.Errorf("limit 3: %+v %v", refs, err)
+	}
+
+	// 20 sweeps at once, each refunding every reservation it lists.
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			refs, err := s.ExpiredReservations(ctx, later, 100)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for _, r := range refs {
+				if _, err := s.Refund(ctx, r.AccountID, r.RequestID); err != nil {
+					t.Errorf("refund %s: %v", r.RequestID, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, c := range open {
+		entries := allEntries(t, s, c.AccountID, store.LedgerQuery{RequestID: c.RequestID})
+		var debits, refunds int
+		for _, e := range entries {
+			switch {
+			case e.Type == store.EntryDebit && e.Amount == -c.Cost:
+				debits++
+			case e.Type == store.EntryRefund && e.Amount == c.Cost:
+				refunds++
+			default:
+				t.Errorf("entry of %s: %+v", c.RequestID, e)
+			}
+		}
+		if debits != 1 || refunds != 1 {
+			t.Errorf("%s: %d debits and %d refunds, want one of each", c.RequestID, debits, refunds)
+		}
+	}
+	if got := balance(t, s, a.ID); got != 1000-settled.Cost {
+		t.Errorf("balance %d, want %d", got, 1000-settled.Cost)
+	}
+	if got := balance(t, s, b.ID); got != 100 {
+		t.Errorf("balance %d, want 100", got)
+	}
+	if got, _ := s.Key(ctx, a.ID, k.ID); got.CreditsUsed != settled.Cost {
+		t.Errorf("credits_used %d", got.CreditsUsed)
+	}
+	if got, _ := s.Key(ctx, b.ID, kb.ID); got.CreditsUsed != 0 {
+		t.Errorf("credits_used %d", got.CreditsUsed)
+	}
+	CheckLedger(t, s, a.ID)
+	CheckLedger(t, s, b.ID)
+	if refs, err := s.ExpiredReservations(ctx, later, 100); err != nil || len(refs) != 0 {
+		t.Errorf("refunded reservations leave the list: %+v %v", refs, err)
+	}
+}
+
+func testOutbox(t *testing.T, s store.Store) {
+	ob, ok := s.(store.Outbox)
+	if !ok {
+		t.Fatal("the store does not implement store.Outbox")
+	}
+	base := time.Now().UTC().Add(-time.Hour)
+	msg := func(i int) store.OutboxMessage {
+		// Two messages a second: the id orders messages of the same time.
+		return store.OutboxMessage{ID: fmt.Sprintf("msg-%02d", i), Body: []byte(fmt.Sprintf(`{"n":%d}`, i)),
+			CreatedAt: base.Add(time.Duration(i/2) * time.Second)}
+	}
+	var first, second []store.OutboxMessage
+	for _, i := range []int{17, 3, 0, 11, 19, 1, 8, 14, 2, 5, 4, 16, 9, 7, 6, 10, 18, 12, 15, 13} {
+		first = append(first, msg(i))
+	}
+	// The same id twice in one put, and again in a later put, with another
+	// time and body: the message stored first is kept.
+	dup := msg(3)
+	dup.Body, dup.CreatedAt = []byte(`{"dup":true}`), base.Add(-time.Minute)
+	first = append(first, dup)
+	for i := 29; i >= 20; i-- {
+		second = append(second, msg(i))
+	}
+	dup = msg(7)
+	dup.Body, dup.CreatedAt = []byte(`{"dup":true}`), base.Add(time.Minute)
+	second = append(second, dup)
+	// One past retention is not kept at all.
+	stale := store.OutboxMessage{ID: "msg-stale", Body: []byte(`{}`), CreatedAt: time.Now().Add(-store.OutboxRetention - time.Hour)}
+	second = append(second, stale)
+	for _, put := range [][]store.OutboxMessage{first, second} {
+		if err := ob.PutOutbox(ctx, put); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(limit int, want []int) {
+		t.Helper()
+		got, err := ob.OutboxBatch(ctx, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Errorf("limit %d: %d messages, want %d", limit, len(got), len(want))
+		}
+		for i := 0; i < len(got) && i < len(want); i++ {
+			w := msg(want[i])
+			if got[i].ID != w.ID || string(got[i].Body) != string(w.Body) || !got[i].CreatedAt.Equal(w.CreatedAt) {
+				t.Errorf("limit %d, message %d: %s %s %v, want %s %s %v", limit, i, got[i].ID, got[i].Body, got[i].CreatedAt, w.ID, w.Body, w.CreatedAt)
+			}
+		}
+	}
+	seq := func(from, to int, skip ...int) []int {
+		var out []int
+	next:
+		for i := from; i < to; i++ {
+			for _, s := range skip {
+				if s == i {
+					continue next
+				}
+			}
+			out = append(out, i)
+		}
+		return out
+	}
+	check(100, seq(0, 30))
+	check(10, seq(0, 10))
+	check(1, seq(0, 1))
+	if _, err := ob.OutboxBatch(ctx, 0); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("a limit of 0: %v", err)
+	}
+
+	if err := ob.DeleteOutbox(ctx, []string{"msg-00", "msg-03", "msg-04", "msg-29", "msg-unknown", "msg-03"}); err != nil {
+		t.Fatal(err)
+	}
+	check(100, seq(0, 30, 0, 3, 4, 29))
+	for _, ids := range [][]string{{"msg-unknown", "msg-stale"}, {}, nil} {
+		if err := ob.DeleteOutbox(ctx, ids); err != nil {
+			t.Errorf("deleting unknown ids %v: %v", ids, err)
+		}
+	}
+	check(5, []int{1, 2, 5, 6, 7})
+	// A deleted id may be stored again.
+	if err := ob.PutOutbox(ctx, []store.OutboxMessage{msg(0)}); err != nil {
+		t.Fatal(err)
+	}
+	check(3, []int{0, 1, 2})
+	var rest []string
+	for _, i := range seq(0, 30, 3, 4, 29) {
+		rest = append(rest, msg(i).ID)
+	}
+	if err := ob.DeleteOutbox(ctx, rest); err != nil {
+		t.Fatal(err)
+	}
+	check(100, nil)
+}
+
+// A request counts once in the status counters, however often and however
+// concurrently it is recorded, until OutcomeDedupWindow has passed.
+func testOutcomesOncePerRequest(t *testing.T, s store.Store) {
+	o, ok := s.(store.Outcomes)
+	if !ok {
+		t.Fatal("the store does not implement store.Outcomes")
+	}
+	now := time.Now().UTC()
+	platform := unique("platform_")
+	out := store.Outcome{Platform: platform, Status: 502, ErrorType: "UPSTREAM_ERROR", Latency: 40 * time.Millisecond}
+	requests := func(at time.Time) (requests, errs int64) {
+		t.Helper()
+		got, err := o.OutcomesSince(ctx, at.Add(-store.StatusWindow), at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps := store.Summarize(platform, got[platform])
+		return ps.Requests, ps.Errors
+	}
+	id := unique("req_")
+	var recorded atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			// Delivered twice, possibly in another second of the minute.
+			r, err := o.RecordOutcome(ctx, id, out, now.Add(-time.Duration(i%3)*time.Second))
+			if err != nil {
+				t.Error(err)
+			}
+			if r {
+				recorded.Add(1)
+			}
+		}(i)
+	}
+	wg.Wait()
+	if recorded.Load() != 1 {
+		t.Errorf("recorded %d times, want once", recorded.Load())
+	}
+	if n, e := requests(now); n != 1 || e != 1 {
+		t.Errorf("%d requests and %d errors counted, want 1 and 1", n, e)
+	}
+	for _, other := range []string{unique("req_"), unique("req_")} {
+		if r, err := o.RecordOutcome(ctx, other, out, now); err != nil || !r {
+			t.Errorf("another request: %v %v", r, err)
+		}
+	}
+	if r, err := o.RecordOutcome(ctx, id, out, now.Add(time.Minute)); err != nil || r {
+		t.Errorf("the same request a minute later: %v %v", r, err)
+	}
+	if n, _ := requests(now.Add(time.Minute)); n != 3 {
+		t.Errorf("%d requests counted, want 3", n)
+	}
+	if _, err := o.RecordOutcome(ctx, "", out, now); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("no request id: %v", err)
+	}
+	// Past the window the id is forgotten.
+	after := now.Add(store.OutcomeDedupWindow + time.Minute)
+	if r, err := o.RecordOutcome(ctx, id, out, after); err != nil || !r {
+		t.Errorf("the same request after the window: %v %v", r, err)
+	}
+	if n, _ := requests(after); n != 1 {
+		t.Errorf("%d requests counted after the window, want 1", n)
 	}
 }
