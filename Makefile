@@ -12,13 +12,17 @@ BUILD_FLAGS := -trimpath -buildvcs=false -tags lambda.norpc -ldflags='-s -w -bui
 run: ## start the API locally on MERIDIAN_ADDR (default 127.0.0.1:8080)
 	$(GO) run ./functions/local
 
-test: lint check-build unit ## every test: vet, gofmt, reproducible builds, unit and DynamoDB Local tests with fuzz seed corpora
+test: lint check-build unit ## every test: vet, gofmt, reproducible builds, unit, DynamoDB Local and SQS (goaws) tests with fuzz seed corpora
 
 # DynamoDB Local runs for the DynamoDB store's tests (scripts/dynamodb-local.sh
-# installs Java and the emulator when missing); the go test lines come last.
+# installs Java and the emulator when missing) and goaws for the SQS tests
+# (scripts/goaws.sh builds it from the module cache); both stop afterwards.
+# The go test lines come last.
 unit:
 	@endpoint=$$(scripts/dynamodb-local.sh start | tail -n1) || exit 1; \
-	  MERIDIAN_DYNAMODB_ENDPOINT=$$endpoint $(GO) test -count=1 ./...; rc=$$?; \
+	  sqs=$$(scripts/goaws.sh start | tail -n1) || { scripts/dynamodb-local.sh stop >/dev/null 2>&1; exit 1; }; \
+	  MERIDIAN_DYNAMODB_ENDPOINT=$$endpoint MERIDIAN_SQS_ENDPOINT=$$sqs $(GO) test -count=1 ./...; rc=$$?; \
+	  scripts/goaws.sh stop >/dev/null 2>&1 || true; \
 	  scripts/dynamodb-local.sh stop >/dev/null 2>&1 || true; exit $$rc
 
 lint:

@@ -14,6 +14,7 @@ import (
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/store"
+	"github.com/meridian-data/meridian/shared/usage"
 )
 
 // BillingRefundPending is error.details.billing_status when a failed call's
@@ -128,6 +129,7 @@ func (p *Pipeline) deliver(x *exchange, c *Call, data any, used int64, remaining
 			return struct{}{}, p.cfg.Store.Settle(ctx, charge.AccountID, charge.RequestID)
 		}); err != nil {
 			p.cfg.Logger.Error("settle failed", "request_id", x.requestID, "error", err.Error())
+			p.reconcileLater(x, usage.Settle, *charge)
 		}
 	}
 	p.keep(x, cu, raw)
@@ -177,6 +179,8 @@ func (p *Pipeline) refund(x *exchange, charge store.Charge, failure *envelope.Er
 		failure.Details = map[string]any{}
 	}
 	failure.Details["billing_status"] = BillingRefundPending
+	x.billingStatus = BillingRefundPending
+	p.reconcileLater(x, usage.Refund, charge)
 }
 
 func (p *Pipeline) reserveRefusal(x *exchange, err error) *envelope.Error {

@@ -17,8 +17,10 @@ import (
 
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/queue"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/store/embedded"
+	"github.com/meridian-data/meridian/shared/usage"
 )
 
 // billed is a pipeline over a real (embedded) store with an account, a key
@@ -34,6 +36,71 @@ type billed struct {
 	console string
 	clock   *testClock
 	gate    chan struct{} // query=gated waits for it to close
+	events  *eventLog     // every message the pipeline emitted, applied by a worker
+}
+
+// eventLog is the harness's event sink: it keeps each message and applies
+// it at once with the worker, as the queue would a moment later.
+type eventLog struct {
+	mu     sync.Mutex
+	msgs   []usage.Body
+	worker *usage.Worker
+	apply  bool
+}
+
+func (l *eventLog) Emit(m queue.Message) {
+	b, err := usage.Decode(m.Body)
+	if err != nil {
+		panic(err)
+	}
+	l.mu.Lock()
+	l.msgs = append(l.msgs, b)
+	apply := l.apply
+	l.mu.Unlock()
+	if apply {
+		if err := l.worker.Handle(context.Background(), m.Body); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// usage returns the usage events emitted for requestID.
+func (l *eventLog) usage(requestID string) []usage.Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []usage.Event
+	for _, b := range l.msgs {
+		if b.Kind == usage.KindUsage && b.Usage.RequestID == requestID {
+			out = append(out, *b.Usage)
+		}
+	}
+	return out
+}
+
+// count is how many messages of a kind were emitted.
+func (l *eventLog) count(kind string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, b := range l.msgs {
+		if b.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// reconciliations returns the reconciliation messages emitted so far.
+func (l *eventLog) reconciliations() []usage.Reconciliation {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []usage.Reconciliation
+	for _, b := range l.msgs {
+		if b.Kind == usage.KindReconcile {
+			out = append(out, *b.Reconcile)
+		}
+	}
+	return out
 }
 
 // testClock is the injectable clock of the cache tests.
@@ -96,6 +163,7 @@ func newBilledOn(t *testing.T, s billedStore, credits int64, limit *int64, mutat
 	t.Helper()
 	var err error
 	b := &billed{store: s, clock: &testClock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}, gate: make(chan struct{})}
+	b.events = &eventLog{worker: &usage.Worker{Store: s, Outcomes: s}, apply: true}
 	ctx := context.Background()
 	b.account, b.console, err = CreateAccount(ctx, s, credits, "req_test_opening")
 	if err != nil {
@@ -137,6 +205,7 @@ func newBilledOn(t *testing.T, s billedStore, credits int64, limit *int64, mutat
 		c.Handlers = map[string]Handler{"marketplace_a/search": adapter, "microblog_b/search-posts": adapter, "web/social-profiles": adapter}
 		c.Cache = s
 		c.Idempotency = s
+		c.Events = b.events
 		c.Now = b.clock.Now
 	}}, mutate...)...)
 	return b

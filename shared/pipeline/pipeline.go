@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/meridian-data/meridian/shared/auth"
@@ -22,6 +21,7 @@ import (
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/usage"
 )
 
 // Call is a resolved, authenticated and validated request.
@@ -76,8 +76,11 @@ type Config struct {
 	AdminToken string
 	// DataSchemas publishes each data endpoint's data schema (OpenAPI).
 	DataSchemas openapi.DataSchemas
-	// Outcomes records data requests' outcomes and serves /v1/status.
+	// Outcomes serves /v1/status (the worker writes it from usage events).
 	Outcomes store.Outcomes
+	// Events takes every request's usage event and the billing
+	// reconciliations the request path could not write; nil emits nothing.
+	Events usage.Sink
 	// ErrorsURL is the errors reference that doc_url anchors into. Empty
 	// derives {proto}://{host}/docs/errors from the request.
 	ErrorsURL string
@@ -96,10 +99,9 @@ type Config struct {
 
 // Pipeline is the http.Handler built from a Config.
 type Pipeline struct {
-	cfg        Config
-	routes     []registry.Route
-	background sync.WaitGroup
-	openapi    openAPIDocs
+	cfg     Config
+	routes  []registry.Route
+	openapi openAPIDocs
 }
 
 // New builds a pipeline; built-in handlers (the API and platform indexes)
@@ -189,6 +191,9 @@ type exchange struct {
 	served bool
 	// call is the validated call, once there is one.
 	call *Call
+	// billingStatus is error.details.billing_status of a paid call whose
+	// billing the request path could not finish (reconciliation will).
+	billingStatus string
 }
 
 func (p *Pipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -210,7 +215,7 @@ func (p *Pipeline) serve(w http.ResponseWriter, r *http.Request, handle func(*ex
 			}
 		}
 		p.logRequest(x, start)
-		p.recordOutcome(x, p.cfg.Now().Sub(start))
+		p.emitUsage(x, p.cfg.Now().Sub(start))
 	}()
 	handle(x)
 }

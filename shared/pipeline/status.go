@@ -2,11 +2,13 @@ package pipeline
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/store"
+	"github.com/meridian-data/meridian/shared/usage"
 )
 
 // statusData is GET /v1/status: each data platform's health over the last
@@ -35,31 +37,45 @@ func (p *Pipeline) statusHandler(ctx context.Context, _ *Call) (any, *envelope.E
 	return out, nil
 }
 
-// outcomeTimeout bounds a status counter write; a lost count only blurs
-// the status a little.
-const outcomeTimeout = time.Second
-
-// recordOutcome counts, for /v1/status, a finished /v1 data call that
-// reached its source or the cache: refusals (authentication, validation,
-// limits, payment) and unrouted paths are not the platform's health. The
-// write runs after the response, off the request's path.
-func (p *Pipeline) recordOutcome(x *exchange, latency time.Duration) {
-	if p.cfg.Outcomes == nil || !x.served || x.sandbox {
+// emitUsage hands the finished request's usage event to the sink, off the
+// request's path: the worker aggregates it into /v1/status (served /v1
+// data calls only; refusals of authentication, validation, limits or
+// payment and unrouted paths are not a platform's health). An idempotent
+// replay emits nothing (spec 3.2): the original request did.
+func (p *Pipeline) emitUsage(x *exchange, latency time.Duration) {
+	if p.cfg.Events == nil || x.replayOf != "" {
 		return
 	}
-	o := store.Outcome{Platform: x.endpoint.Platform, Status: x.w.status, ErrorType: string(x.errType), Latency: latency}
-	now, ctx := p.cfg.Now(), context.WithoutCancel(x.r.Context())
-	p.background.Add(1)
-	go func() {
-		defer p.background.Done()
-		ctx, cancel := context.WithTimeout(ctx, outcomeTimeout)
-		defer cancel()
-		if _, err := p.cfg.Outcomes.RecordOutcome(ctx, x.requestID, o, now); err != nil {
-			p.cfg.Logger.Warn("outcome not recorded", "request_id", x.requestID, "error", err.Error())
-		}
-	}()
+	e := usage.Event{
+		RequestID: x.requestID, At: p.cfg.Now().UTC(), Method: x.r.Method,
+		Status: x.w.status, ErrorType: string(x.errType),
+		LatencyMS:     float64(latency.Microseconds()) / 1000,
+		Cache:         x.w.Header().Get("x-cache"),
+		Sandbox:       x.sandbox,
+		BillingStatus: x.billingStatus,
+		Served:        x.served && !x.sandbox,
+	}
+	if x.billingStatus == "" {
+		credits, _ := strconv.ParseInt(x.w.Header().Get("x-credits-used"), 10, 64)
+		e.Credits = &credits
+	}
+	if x.endpoint != nil {
+		e.Endpoint, e.Platform = x.endpoint.Path(), x.endpoint.Platform
+	}
+	if c := x.call; c != nil {
+		e.AccountID, e.KeyID = c.Principal.AccountID, c.Principal.KeyID
+		e.ServedBy, e.Attempts, e.Legs = c.Upstream.ServedBy, c.Upstream.Attempts, c.Upstream.Legs
+	}
+	p.cfg.Events.Emit(usage.UsageMessage(e))
 }
 
-// Wait blocks until background writes (status counters) are done; tests
-// and a shutting-down server call it.
-func (p *Pipeline) Wait() { p.background.Wait() }
+// reconcileLater asks the worker to finish a paid call's billing that the
+// request path could not write.
+func (p *Pipeline) reconcileLater(x *exchange, action string, charge store.Charge) {
+	if p.cfg.Events == nil {
+		return // the lease sweep refunds what stays reserved
+	}
+	p.cfg.Events.Emit(usage.ReconcileMessage(usage.Reconciliation{
+		Action: action, AccountID: charge.AccountID, RequestID: charge.RequestID, At: p.cfg.Now().UTC(),
+	}))
+}

@@ -1,0 +1,216 @@
+package usage
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/meridian-data/meridian/shared/queue"
+	"github.com/meridian-data/meridian/shared/store"
+)
+
+// Sink takes messages from the request path without ever blocking it.
+type Sink interface {
+	Emit(m queue.Message)
+}
+
+// Emitter buffers messages and sends them to the queue in batches, off
+// the request's path: in the background on a server, after each
+// invocation's response in Lambda (see app). What the queue does not
+// accept goes to the outbox, and every flush that reaches the queue sends
+// some of the outbox too, so an event that cannot be sent is not lost.
+type Emitter struct {
+	Queue  queue.Queue
+	Outbox store.Outbox
+	Logger *slog.Logger
+	Now    func() time.Time
+
+	mu      sync.Mutex
+	pending []queue.Message
+	kick    chan struct{}
+	once    sync.Once
+	flushMu sync.Mutex // one flush at a time
+}
+
+// flushAt is how many pending messages wake the background flusher early
+// (one SQS batch).
+const flushAt = 10
+
+// drainPerFlush bounds how much of the outbox one flush sends.
+const drainPerFlush = 100
+
+func (e *Emitter) init() {
+	e.once.Do(func() {
+		e.kick = make(chan struct{}, 1)
+		if e.Logger == nil {
+			e.Logger = slog.New(slog.DiscardHandler)
+		}
+		if e.Now == nil {
+			e.Now = time.Now
+		}
+	})
+}
+
+// Emit queues m for the next flush.
+func (e *Emitter) Emit(m queue.Message) {
+	e.init()
+	e.mu.Lock()
+	e.pending = append(e.pending, m)
+	n := len(e.pending)
+	e.mu.Unlock()
+	if n >= flushAt {
+		select {
+		case e.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Pending is how many messages wait for a flush.
+func (e *Emitter) Pending() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.pending)
+}
+
+// Flush sends what is pending; messages the queue refuses go to the
+// outbox. When the queue took them, it also sends part of the outbox. The
+// error is only for logs: nothing is lost unless the outbox fails too.
+func (e *Emitter) Flush(ctx context.Context) error {
+	e.init()
+	e.flushMu.Lock()
+	defer e.flushMu.Unlock()
+	e.mu.Lock()
+	msgs := e.pending
+	e.pending = nil
+	e.mu.Unlock()
+	sendErr := e.send(ctx, msgs)
+	if sendErr != nil {
+		return sendErr
+	}
+	_, err := e.drain(ctx, drainPerFlush)
+	return err
+}
+
+// send sends msgs; the refused ones are kept in the outbox.
+func (e *Emitter) send(ctx context.Context, msgs []queue.Message) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	err := e.Queue.Send(ctx, msgs)
+	if err == nil {
+		return nil
+	}
+	refused := msgs
+	var partial *queue.SendError
+	if errors.As(err, &partial) {
+		failed := map[string]bool{}
+		for _, id := range partial.Failed {
+			failed[id] = true
+		}
+		refused = refused[:0:0]
+		for _, m := range msgs {
+			if failed[m.ID] {
+				refused = append(refused, m)
+			}
+		}
+	}
+	now := e.Now()
+	kept := make([]store.OutboxMessage, len(refused))
+	for i, m := range refused {
+		kept[i] = store.OutboxMessage{ID: m.ID, Body: m.Body, CreatedAt: now}
+	}
+	if perr := e.Outbox.PutOutbox(ctx, kept); perr != nil {
+		// Both the queue and the store failed: these messages are lost.
+		e.Logger.Error("usage messages lost: queue and outbox both failed",
+			"messages", len(refused), "queue_error", err.Error(), "outbox_error", perr.Error())
+		return errors.Join(err, perr)
+	}
+	e.Logger.Warn("queue refused messages; kept in the outbox", "messages", len(refused), "error", err.Error())
+	return err
+}
+
+// drain sends up to limit outbox messages, oldest first, and deletes the
+// ones the queue took. It returns how many were sent.
+func (e *Emitter) drain(ctx context.Context, limit int) (int, error) {
+	batch, err := e.Outbox.OutboxBatch(ctx, limit)
+	if err != nil || len(batch) == 0 {
+		return 0, err
+	}
+	msgs := make([]queue.Message, len(batch))
+	for i, m := range batch {
+		msgs[i] = queue.Message{ID: m.ID, Body: m.Body}
+	}
+	sent := msgs
+	if err := e.Queue.Send(ctx, msgs); err != nil {
+		var partial *queue.SendError
+		if !errors.As(err, &partial) {
+			return 0, err
+		}
+		failed := map[string]bool{}
+		for _, id := range partial.Failed {
+			failed[id] = true
+		}
+		sent = sent[:0:0]
+		for _, m := range msgs {
+			if !failed[m.ID] {
+				sent = append(sent, m)
+			}
+		}
+	}
+	ids := make([]string, len(sent))
+	for i, m := range sent {
+		ids[i] = m.ID
+	}
+	// A crash between the send and this delete re-sends them later: the
+	// worker counts each request once, so a repeat changes nothing.
+	return len(sent), e.Outbox.DeleteOutbox(ctx, ids)
+}
+
+// Drain sends the whole outbox (the worker's scheduled run, tests).
+func (e *Emitter) Drain(ctx context.Context) (int, error) {
+	e.init()
+	e.flushMu.Lock()
+	defer e.flushMu.Unlock()
+	total := 0
+	for {
+		n, err := e.drain(ctx, drainPerFlush)
+		total += n
+		if err != nil || n == 0 {
+			return total, err
+		}
+	}
+}
+
+// flushTimeout bounds one flush.
+const flushTimeout = 10 * time.Second
+
+// Run flushes every interval, and early once a batch is pending, until ctx
+// ends; then it flushes what is left.
+func (e *Emitter) Run(ctx context.Context, interval time.Duration) {
+	e.init()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+			e.logFlush(e.Flush(final))
+			cancel()
+			return
+		case <-t.C:
+		case <-e.kick:
+		}
+		fctx, cancel := context.WithTimeout(ctx, flushTimeout)
+		e.logFlush(e.Flush(fctx))
+		cancel()
+	}
+}
+
+func (e *Emitter) logFlush(err error) {
+	if err != nil {
+		e.Logger.Warn("usage flush incomplete", "error", err.Error())
+	}
+}
