@@ -30,6 +30,7 @@ import (
 	"github.com/meridian-data/meridian/shared/store/dynamostore"
 	"github.com/meridian-data/meridian/shared/store/embedded"
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/usage"
 )
 
 // Environment variables read here (README, "Configuration").
@@ -63,6 +64,10 @@ type Deps struct {
 	Throttle *auth.Throttle
 	// Upstream serves data endpoints; nil leaves every one unwired (501).
 	Upstream *upstream.Runner
+	// Events takes usage events and reconciliations; nil emits nothing.
+	Events usage.Sink
+	// emitter is Events when a Lambda function must flush it after each invocation.
+	emitter *usage.Emitter
 }
 
 // ThrottleFromEnv is the invalid-key throttle MERIDIAN_INVALID_KEY_LIMIT asks for.
@@ -108,6 +113,7 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 	return pipeline.Config{
 		Upstream:      deps.Upstream,
 		URLPolicy:     urlPolicy,
+		Events:        deps.Events,
 		DataSchemas:   schemas.For,
 		Outcomes:      outcomes,
 		Limits:        limits,
@@ -159,18 +165,31 @@ func LambdaDeps(ctx context.Context, logger *slog.Logger) (Deps, error) {
 	if err != nil {
 		return Deps{}, err
 	}
-	return Deps{Store: s, Throttle: ThrottleFromEnv(), Upstream: NewUpstream(logger, lookup, "")}, nil
+	deps := Deps{Store: s, Throttle: ThrottleFromEnv(), Upstream: NewUpstream(logger, lookup, "")}
+	if s != nil {
+		e, err := queueEmitter(ctx, s, logger)
+		if err != nil {
+			return Deps{}, err
+		}
+		deps.Events, deps.emitter = e, e
+	}
+	return deps, nil
 }
 
 // StartLambda runs the family's function in the Lambda runtime.
 func StartLambda(family registry.Family) {
 	logger := Logger()
-	deps, err := LambdaDeps(context.Background(), logger)
+	ctx := context.Background()
+	deps, err := LambdaDeps(ctx, logger)
 	if err != nil {
 		logger.Error("cannot configure the function", "error", err.Error())
 		os.Exit(1)
 	}
-	lambda.Start(Function(family, logger, deps))
+	h := Function(family, logger, deps)
+	if deps.emitter != nil {
+		h = flushAfterInvocations(ctx, h, deps.emitter, logger)
+	}
+	lambda.Start(h)
 }
 
 // LocalHandler serves every family in one process through the same event
@@ -285,7 +304,8 @@ func RunLocal() {
 		os.Exit(1)
 	}
 	defer stopReplay()
-	err = ListenAndServe(ctx, addr, logger, Deps{Store: s, Throttle: ThrottleFromEnv(), Upstream: runner}, func(a net.Addr) {
+	deps := Deps{Store: s, Throttle: ThrottleFromEnv(), Upstream: runner, Events: LocalEvents(ctx, s, logger)}
+	err = ListenAndServe(ctx, addr, logger, deps, func(a net.Addr) {
 		logger.Info("meridian listening", "addr", "http://"+a.String(), "data_dir", dir, "try", "curl -i http://"+a.String()+"/v1")
 	})
 	if err != nil {

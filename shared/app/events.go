@@ -1,0 +1,141 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/meridian-data/meridian/shared/gateway"
+	"github.com/meridian-data/meridian/shared/queue/sqsqueue"
+	"github.com/meridian-data/meridian/shared/store"
+	"github.com/meridian-data/meridian/shared/usage"
+)
+
+// EnvQueueURL names the SQS queue of usage events and reconciliations.
+const EnvQueueURL = "MERIDIAN_QUEUE_URL"
+
+// Background cadences: how often the emitter sends what is pending on a
+// server (a Lambda function sends after each invocation instead), and how
+// often the local server sweeps expired reservations and the outbox.
+const (
+	flushEvery = 200 * time.Millisecond
+	sweepEvery = 30 * time.Second
+	// localQueueSize bounds the in-process queue; past it the outbox keeps messages.
+	localQueueSize = 10_000
+)
+
+// LocalEvents runs the local server's asynchronous side in process until
+// ctx ends: an emitter feeding an in-process queue, the worker applying
+// it, and a periodic sweep of expired reservations and the outbox. It
+// needs nothing beyond the store.
+func LocalEvents(ctx context.Context, s store.Store, logger *slog.Logger) *usage.Emitter {
+	outbox, _ := s.(store.Outbox)
+	outcomes, _ := s.(store.Outcomes)
+	worker := &usage.Worker{Store: s, Outcomes: outcomes, Logger: logger}
+	q := usage.NewLocalQueue(worker, localQueueSize, logger)
+	emitter := &usage.Emitter{Queue: q, Outbox: outbox, Logger: logger}
+	worker.Emitter = emitter
+	go q.Run(ctx)
+	go emitter.Run(ctx, flushEvery)
+	go usage.Every(ctx, sweepEvery, func(ctx context.Context) { sweep(ctx, worker, logger) })
+	return emitter
+}
+
+func sweep(ctx context.Context, w *usage.Worker, logger *slog.Logger) {
+	if n, err := w.Sweep(ctx); err != nil {
+		logger.Warn("sweep incomplete", "refunded", n, "error", err.Error())
+	}
+}
+
+// queueEmitter is the emitter of a function in AWS: SQS when
+// MERIDIAN_QUEUE_URL is set, else the in-process queue (so /v1/status
+// still works in a deployment without one).
+func queueEmitter(ctx context.Context, s store.Store, logger *slog.Logger) (*usage.Emitter, error) {
+	url := strings.TrimSpace(os.Getenv(EnvQueueURL))
+	if url == "" {
+		logger.Warn(EnvQueueURL + " is not set: usage events are applied in process")
+		return LocalEvents(ctx, s, logger), nil
+	}
+	client, err := sqsqueue.NewClientFromEnv(ctx)
+	if err != nil {
+		return nil, err
+	}
+	outbox, ok := s.(store.Outbox)
+	if !ok {
+		return nil, errors.New("the store keeps no outbox")
+	}
+	return &usage.Emitter{Queue: sqsqueue.New(client, url), Outbox: outbox, Logger: logger}, nil
+}
+
+// flushAfterInvocations sends each invocation's events after its response
+// (an internal Lambda extension), or in the background when the extension
+// cannot register.
+func flushAfterInvocations(ctx context.Context, h gateway.EventHandler, e *usage.Emitter, logger *slog.Logger) gateway.EventHandler {
+	wrap, err := gateway.AfterInvocation(ctx, os.Getenv("AWS_LAMBDA_RUNTIME_API"), func(ctx context.Context) {
+		if err := e.Flush(ctx); err != nil {
+			logger.Warn("usage flush incomplete", "error", err.Error())
+		}
+	})
+	if err != nil {
+		logger.Warn("after-invocation extension unavailable; flushing in the background", "error", err.Error())
+		go e.Run(ctx, flushEvery)
+		return h
+	}
+	return wrap(h)
+}
+
+// WorkerHandler is the worker function: SQS batches of usage events and
+// reconciliations (with partial batch failures), and the scheduled sweep
+// of expired reservations and the outbox.
+func WorkerHandler(w *usage.Worker) func(context.Context, json.RawMessage) (any, error) {
+	return func(ctx context.Context, raw json.RawMessage) (any, error) {
+		var probe struct {
+			Records []struct {
+				EventSource string `json:"eventSource"`
+			} `json:"Records"`
+			Source string `json:"source"`
+		}
+		if err := json.Unmarshal(raw, &probe); err != nil {
+			return nil, err
+		}
+		switch {
+		case len(probe.Records) > 0 && probe.Records[0].EventSource == "aws:sqs":
+			var ev events.SQSEvent
+			if err := json.Unmarshal(raw, &ev); err != nil {
+				return nil, err
+			}
+			return w.HandleSQS(ctx, ev)
+		case probe.Source == "aws.events" || probe.Source == "aws.scheduler":
+			n, err := w.Sweep(ctx)
+			return map[string]int{"refunded": n}, err
+		}
+		return nil, errors.New("worker: neither an SQS batch nor a scheduled event")
+	}
+}
+
+// StartWorker runs the worker function in the Lambda runtime.
+func StartWorker() {
+	logger := Logger()
+	ctx := context.Background()
+	s, err := StoreFromEnv(ctx)
+	if err == nil && s == nil {
+		err = errors.New(EnvTable + " is not set")
+	}
+	var emitter *usage.Emitter
+	if err == nil {
+		emitter, err = queueEmitter(ctx, s, logger)
+	}
+	if err != nil {
+		logger.Error("cannot configure the worker", "error", err.Error())
+		os.Exit(1)
+	}
+	outcomes, _ := s.(store.Outcomes)
+	lambda.Start(WorkerHandler(&usage.Worker{Store: s, Outcomes: outcomes, Emitter: emitter, Logger: logger}))
+}
