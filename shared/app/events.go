@@ -50,7 +50,7 @@ func LocalEvents(ctx context.Context, s store.Store, logger *slog.Logger) *usage
 
 func sweep(ctx context.Context, w *usage.Worker, logger *slog.Logger) {
 	if n, err := w.Sweep(ctx); err != nil {
-		logger.Warn("sweep incomplete", "refunded", n, "error", err.Error())
+		logger.Warn("sweep incomplete", "finished", n, "error", err.Error())
 	}
 }
 
@@ -114,7 +114,7 @@ func WorkerHandler(w *usage.Worker) func(context.Context, json.RawMessage) (any,
 			return w.HandleSQS(ctx, ev)
 		case probe.Source == "aws.events" || probe.Source == "aws.scheduler":
 			n, err := w.Sweep(ctx)
-			return map[string]int{"refunded": n}, err
+			return map[string]int{"expired_reservations_finished": n}, err
 		}
 		return nil, errors.New("worker: neither an SQS batch nor a scheduled event")
 	}

@@ -123,13 +123,27 @@ func (e *Emitter) send(ctx context.Context, msgs []queue.Message) error {
 		kept[i] = store.OutboxMessage{ID: m.ID, Body: m.Body, CreatedAt: now}
 	}
 	if perr := e.Outbox.PutOutbox(ctx, kept); perr != nil {
-		// Both the queue and the store failed: these messages are lost.
-		e.Logger.Error("usage messages lost: queue and outbox both failed",
-			"messages", len(refused), "queue_error", err.Error(), "outbox_error", perr.Error())
+		// Both the queue and the store failed: keep them for the next flush.
+		e.requeue(refused)
 		return errors.Join(err, perr)
 	}
 	e.Logger.Warn("queue refused messages; kept in the outbox", "messages", len(refused), "error", err.Error())
 	return err
+}
+
+// maxPending bounds the messages held in memory while both the queue and
+// the outbox fail; past it the oldest are dropped, loudly.
+const maxPending = 100_000
+
+// requeue puts messages back in front of the pending ones.
+func (e *Emitter) requeue(msgs []queue.Message) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.pending = append(append(make([]queue.Message, 0, len(msgs)+len(e.pending)), msgs...), e.pending...)
+	if over := len(e.pending) - maxPending; over > 0 {
+		e.Logger.Error("usage messages lost: queue and outbox unavailable and the buffer is full", "messages", over)
+		e.pending = e.pending[over:]
+	}
 }
 
 // drain sends up to limit outbox messages, oldest first, and deletes the
@@ -194,18 +208,20 @@ func (e *Emitter) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
+		stop := false
 		select {
 		case <-ctx.Done():
-			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
-			e.logFlush(e.Flush(final))
-			cancel()
-			return
+			stop = true
 		case <-t.C:
 		case <-e.kick:
 		}
-		fctx, cancel := context.WithTimeout(ctx, flushTimeout)
+		// A flush is never cut short by ctx: what it took must land.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 		e.logFlush(e.Flush(fctx))
 		cancel()
+		if stop {
+			return
+		}
 	}
 }
 

@@ -118,25 +118,27 @@ const sweepBatch = 100
 
 // Sweep refunds every reservation whose lease ended with no success
 // recorded (its process died between reserve and settle), then sends the
-// outbox. Several sweeps at once refund each reservation once.
-func (w *Worker) Sweep(ctx context.Context) (refunded int, err error) {
+// outbox. Several sweeps at once refund each reservation once (the store's
+// refund is conditional); each reports the expired reservations it
+// finished, so overlapping sweeps may both count one.
+func (w *Worker) Sweep(ctx context.Context) (finished int, err error) {
 	for {
 		expired, err := w.Store.ExpiredReservations(ctx, w.now(), sweepBatch)
 		if err != nil {
-			return refunded, fmt.Errorf("list expired reservations: %w", err)
+			return finished, fmt.Errorf("list expired reservations: %w", err)
 		}
 		progress := 0
 		for _, r := range expired {
 			_, err := w.Store.Refund(ctx, r.AccountID, r.RequestID)
 			switch {
 			case err == nil:
-				refunded++
+				finished++
 				progress++
 				w.logger().Info("expired reservation refunded", "request_id", r.RequestID, "lease_until", r.LeaseUntil)
 			case errors.Is(err, store.ErrSettled), errors.Is(err, store.ErrRefunded), errors.Is(err, store.ErrNotFound):
 				progress++ // finished meanwhile; the index catches up
 			default:
-				return refunded, err
+				return finished, err
 			}
 		}
 		if len(expired) < sweepBatch || progress == 0 {
@@ -145,8 +147,8 @@ func (w *Worker) Sweep(ctx context.Context) (refunded int, err error) {
 	}
 	if w.Emitter != nil {
 		if _, err := w.Emitter.Drain(ctx); err != nil {
-			return refunded, fmt.Errorf("drain the outbox: %w", err)
+			return finished, fmt.Errorf("drain the outbox: %w", err)
 		}
 	}
-	return refunded, nil
+	return finished, nil
 }
