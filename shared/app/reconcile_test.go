@@ -277,3 +277,44 @@ func TestUsageEventsSurviveAnSQSOutage(t *testing.T) {
 		}
 	}
 }
+
+// A message the worker can never apply is retried a bounded number of
+// times, then moved to the dead-letter queue by the queue's redrive
+// policy; the good messages beside it are applied once.
+func TestPoisonMessagesGoToTheDeadLetterQueue(t *testing.T) {
+	s := dynamotest.NewStore(t)
+	client, queueURL, dlqURL := sqstest.NewQueues(t, 3)
+	worker := &usage.Worker{Store: s, Outcomes: s}
+	start := time.Now()
+	good := usage.UsageMessage(usage.Event{RequestID: "req_good_" + fmt.Sprint(time.Now().UnixNano()), Platform: "qa_site", Status: 200, Served: true, At: time.Now()})
+	poison := queue.Message{ID: "poison", Body: []byte(`{"kind":"usage"`)}
+	if err := sqsqueue.New(client, queueURL).Send(context.Background(), []queue.Message{poison, good}); err != nil {
+		t.Fatal(err)
+	}
+	sqstest.Drain(t, client, queueURL, worker.HandleSQS)
+	dead := sqstest.ReceiveAll(t, client, dlqURL)
+	if len(dead) != 1 || aws.ToString(dead[0].Body) != string(poison.Body) {
+		t.Fatalf("dead letters: %+v", dead)
+	}
+	minutes, err := s.OutcomesSince(context.Background(), start.Add(-time.Minute), time.Now().Add(time.Minute))
+	if err != nil || len(minutes["qa_site"]) != 1 || minutes["qa_site"][0].Requests != 1 {
+		t.Fatalf("the good message counts once: %+v %v", minutes["qa_site"], err)
+	}
+}
+
+// The worker function tells SQS batches from the scheduled sweep, and
+// refuses anything else.
+func TestWorkerFunctionEvents(t *testing.T) {
+	s := dynamotest.NewStore(t)
+	h := app.WorkerHandler(&usage.Worker{Store: s, Outcomes: s})
+	out, err := h(context.Background(), json.RawMessage(`{"Records":[{"messageId":"m1","eventSource":"aws:sqs","body":"nonsense"}]}`))
+	if resp, ok := out.(events.SQSEventResponse); err != nil || !ok || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "m1" {
+		t.Fatalf("SQS batch: %+v %v", out, err)
+	}
+	if _, err := h(context.Background(), json.RawMessage(`{"source":"aws.events","detail-type":"Scheduled Event"}`)); err != nil {
+		t.Fatalf("scheduled sweep: %v", err)
+	}
+	if _, err := h(context.Background(), json.RawMessage(`{"hello":"world"}`)); err == nil {
+		t.Fatal("an unknown event is an error")
+	}
+}

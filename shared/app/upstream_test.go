@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -189,5 +190,46 @@ func TestLambdaRefusesReplayMode(t *testing.T) {
 	t.Setenv(app.EnvUpstream, app.UpstreamReplay)
 	if _, err := app.LambdaDeps(context.Background(), slog.New(slog.DiscardHandler)); err == nil {
 		t.Fatal("a Lambda function must not run on fixtures")
+	}
+}
+
+// make run needs nothing beyond its embedded store for usage events: an
+// in-process queue and worker feed /v1/status.
+func TestLocalEventsFeedStatus(t *testing.T) {
+	s, err := embedded.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	acct, _, err := pipeline.CreateAccount(context.Background(), s, 10, "req_local_events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, k := auth.NewKey(acct.ID, "local", nil)
+	if _, err := s.CreateKey(context.Background(), k); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logger := slog.New(slog.DiscardHandler)
+	none := func(string) (string, bool) { return "", false }
+	h := app.LocalHandler(logger, app.Deps{Store: s, Upstream: app.NewUpstream(logger, none, ""), Events: app.LocalEvents(ctx, s, logger)})
+	for i := 0; i < 3; i++ {
+		if code, body := getJSON(t, h, "http://127.0.0.1:8080/v1/app_store_b/categories", key); code != 200 {
+			t.Fatalf("%d %v", code, body)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, body := getJSON(t, h, "http://127.0.0.1:8080/v1/status", key)
+		for _, p := range body["data"].(map[string]any)["platforms"].([]any) {
+			if m := p.(map[string]any); m["platform"] == "app_store_b" && m["requests"] == float64(3) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status never counted the 3 calls: %v", body)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
