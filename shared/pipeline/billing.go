@@ -19,7 +19,17 @@ import (
 
 // BillingRefundPending is error.details.billing_status when a failed call's
 // refund could not be written: credits_used is null until reconciliation.
+// It is the only value: every other failure reports credits_used 0 with no
+// billing_status (BillingStatuses documents it).
 const BillingRefundPending = "refund_pending"
+
+// BillingStatuses documents every error.details.billing_status value (the
+// errors reference lists them).
+var BillingStatuses = map[string]string{
+	BillingRefundPending: "The call failed and its refund could not be written at once: credits_used is null, and the " +
+		"refund is applied by reconciliation within minutes (the ledger then shows the debit and its refund, net 0). " +
+		"Keep the request_id, and the Idempotency-Key if you sent one; do not retry to get the credits back.",
+}
 
 // billingTimeout bounds each store write of a paid call. The writes run
 // detached from the caller, who may have gone: a refund must still land.

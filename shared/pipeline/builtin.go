@@ -3,7 +3,9 @@ package pipeline
 import (
 	"context"
 	"html"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -84,7 +86,11 @@ func serveErrorsReference(w http.ResponseWriter) {
 		b.WriteString("<h2 id=\"" + t.Type.Anchor() + "\">" + string(t.Type) + "</h2>\n")
 		b.WriteString("<p>HTTP " + strings.Join(statuses, ", ") + ". " + html.EscapeString(t.Condition) + "</p>\n")
 	}
-	b.WriteString("</body></html>\n")
+	b.WriteString("<h2 id=\"billing-status\">error.details.billing_status</h2>\n<dl>\n")
+	for _, v := range slices.Sorted(maps.Keys(BillingStatuses)) {
+		b.WriteString("<dt><code>" + v + "</code></dt><dd>" + html.EscapeString(BillingStatuses[v]) + "</dd>\n")
+	}
+	b.WriteString("</dl>\n</body></html>\n")
 	w.Header().Set("content-type", "text/html; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write([]byte(b.String()))

@@ -328,6 +328,9 @@ func TestErrorsReferenceHasEveryAnchor(t *testing.T) {
 			t.Errorf("no anchor for %s", info.Type)
 		}
 	}
+	if !strings.Contains(r.raw, `id="billing-status"`) || !strings.Contains(r.raw, "<code>"+BillingRefundPending+"</code>") {
+		t.Error("the billing_status values are not documented")
+	}
 }
 
 func TestDeprecationHeaders(t *testing.T) {
