@@ -3,6 +3,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,6 +67,8 @@ type Deps struct {
 	Upstream *upstream.Runner
 	// Events takes usage events and reconciliations; nil emits nothing.
 	Events usage.Sink
+	// AdminToken enables the operator API; empty reads MERIDIAN_ADMIN_TOKEN.
+	AdminToken string
 	// emitter is Events when a Lambda function must flush it after each invocation.
 	emitter *usage.Emitter
 }
@@ -125,7 +128,7 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 		Family:        family,
 		Store:         deps.Store,
 		Throttle:      deps.Throttle,
-		AdminToken:    os.Getenv(EnvAdminToken),
+		AdminToken:    cmp.Or(deps.AdminToken, os.Getenv(EnvAdminToken)),
 		ErrorsURL:     os.Getenv(EnvErrorsURL),
 		Logger:        logger,
 	}
@@ -165,7 +168,9 @@ func LambdaDeps(ctx context.Context, logger *slog.Logger) (Deps, error) {
 	if err != nil {
 		return Deps{}, err
 	}
-	deps := Deps{Store: s, Throttle: ThrottleFromEnv(), Upstream: NewUpstream(logger, lookup, "")}
+	// In AWS the operator token lives in the Secrets Manager secret too.
+	admin, _ := lookup(EnvAdminToken)
+	deps := Deps{Store: s, Throttle: ThrottleFromEnv(), Upstream: NewUpstream(logger, lookup, ""), AdminToken: admin}
 	if s != nil {
 		e, err := queueEmitter(ctx, s, logger)
 		if err != nil {
