@@ -78,11 +78,15 @@ func queueEmitter(ctx context.Context, s store.Store, logger *slog.Logger) (*usa
 // (an internal Lambda extension), or in the background when the extension
 // cannot register.
 func flushAfterInvocations(ctx context.Context, h gateway.EventHandler, e *usage.Emitter, logger *slog.Logger) gateway.EventHandler {
+	background := func() {
+		logger.Warn("after-invocation extension lost; flushing in the background")
+		go e.Run(ctx, flushEvery)
+	}
 	wrap, err := gateway.AfterInvocation(ctx, os.Getenv("AWS_LAMBDA_RUNTIME_API"), func(ctx context.Context) {
 		if err := e.Flush(ctx); err != nil {
 			logger.Warn("usage flush incomplete", "error", err.Error())
 		}
-	})
+	}, background)
 	if err != nil {
 		logger.Warn("after-invocation extension unavailable; flushing in the background", "error", err.Error())
 		go e.Run(ctx, flushEvery)

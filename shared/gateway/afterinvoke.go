@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +21,14 @@ const ExtensionName = "meridian-after-invoke"
 // extensionsAPI is the Lambda Extensions API version path.
 const extensionsAPI = "/2020-01-01/extension"
 
+// Bounds of the work after an invocation: it ends well before the
+// invocation's deadline (a flush that ran into it would count as a
+// timeout and reset the environment) and never takes long.
+const (
+	workMargin = 500 * time.Millisecond
+	maxWork    = 3 * time.Second
+)
+
 // AfterInvocation registers an internal Lambda extension (a goroutine of
 // this process, registered through the Extensions API) for INVOKE events.
 // Lambda hands an invocation's response to the caller as soon as the
@@ -27,8 +37,15 @@ const extensionsAPI = "/2020-01-01/extension"
 // before the extension asks again, never delays a caller. It must be called
 // before lambda.Start (registration closes when the runtime asks for its
 // first event) and returns the wrapper that tells the extension when each
-// invocation's handler is done.
-func AfterInvocation(ctx context.Context, runtimeAPI string, work func(context.Context)) (func(EventHandler) EventHandler, error) {
+// invocation's handler is done. If the extension later loses the
+// Extensions API, it calls fallback and stops; the wrapper never blocks.
+// With concurrent invocations per environment (AWS_LAMBDA_MAX_CONCURRENCY
+// above 1) an INVOKE event cannot be paired with its handler, so it
+// refuses to register.
+func AfterInvocation(ctx context.Context, runtimeAPI string, work func(context.Context), fallback func()) (func(EventHandler) EventHandler, error) {
+	if n, _ := strconv.Atoi(os.Getenv("AWS_LAMBDA_MAX_CONCURRENCY")); n > 1 {
+		return nil, errors.New("concurrent invocations: work cannot follow each one")
+	}
 	base := "http://" + runtimeAPI + extensionsAPI
 	id, err := register(ctx, base)
 	if err != nil {
@@ -38,29 +55,66 @@ func AfterInvocation(ctx context.Context, runtimeAPI string, work func(context.C
 	go func() {
 		client := &http.Client{} // next blocks until the following invocation: no timeout
 		for {
-			ev, err := next(ctx, client, base, id)
+			ev, err := nextWithRetry(ctx, client, base, id)
 			if err != nil {
-				return // the environment is shutting down, or ctx ended
+				if ctx.Err() == nil {
+					fallback()
+				}
+				return
 			}
 			if ev.EventType != "INVOKE" {
 				continue
 			}
-			// Wait for this invocation's handler, then do the work while the
-			// caller already has its answer, bounded by the invocation's deadline.
-			<-done
-			deadline := time.UnixMilli(ev.DeadlineMs)
-			wctx, cancel := context.WithDeadline(ctx, deadline)
+			// Wait for this invocation's handler (or, if the runtime never
+			// ran it, for the deadline's margin), then work while the caller
+			// already has its answer.
+			deadline := time.UnixMilli(ev.DeadlineMs).Add(-workMargin)
+			select {
+			case <-done:
+			case <-time.After(time.Until(deadline)):
+			}
+			wctx, cancel := context.WithDeadline(ctx, minTime(deadline, time.Now().Add(maxWork)))
 			work(wctx)
 			cancel()
 		}
 	}()
 	wrap := func(h EventHandler) EventHandler {
 		return func(ctx context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-			defer func() { done <- struct{}{} }()
+			defer func() {
+				select {
+				case done <- struct{}{}:
+				default: // the extension is gone or has its signal already
+				}
+			}()
 			return h(ctx, e)
 		}
 	}
 	return wrap, nil
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// nextWithRetry asks for the next event, retrying a failed request a few
+// times before giving up on the Extensions API.
+func nextWithRetry(ctx context.Context, client *http.Client, base, id string) (extensionEvent, error) {
+	var err error
+	for attempt := 0; attempt < 4; attempt++ {
+		var ev extensionEvent
+		if ev, err = next(ctx, client, base, id); err == nil {
+			return ev, nil
+		}
+		select {
+		case <-ctx.Done():
+			return ev, ctx.Err()
+		case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
+		}
+	}
+	return extensionEvent{}, err
 }
 
 func register(ctx context.Context, base string) (string, error) {
