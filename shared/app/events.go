@@ -38,10 +38,9 @@ const (
 func LocalEvents(ctx context.Context, s store.Store, logger *slog.Logger) *usage.Emitter {
 	outbox, _ := s.(store.Outbox)
 	outcomes, _ := s.(store.Outcomes)
-	worker := &usage.Worker{Store: s, Outcomes: outcomes, Logger: logger}
+	worker := &usage.Worker{Store: s, Outcomes: outcomes, Outbox: outbox, Logger: logger}
 	q := usage.NewLocalQueue(worker, localQueueSize, logger)
 	emitter := &usage.Emitter{Queue: q, Outbox: outbox, Logger: logger}
-	worker.Emitter = emitter
 	go q.Run(ctx)
 	go emitter.Run(ctx, flushEvery)
 	go usage.Every(ctx, sweepEvery, func(ctx context.Context) { sweep(ctx, worker, logger) })
@@ -55,21 +54,23 @@ func sweep(ctx context.Context, w *usage.Worker, logger *slog.Logger) {
 }
 
 // queueEmitter is the emitter of a function in AWS: SQS when
-// MERIDIAN_QUEUE_URL is set, else the in-process queue (so /v1/status
-// still works in a deployment without one).
+// MERIDIAN_QUEUE_URL is set; else each flush applies the messages itself
+// (so /v1/status still works in a deployment without a queue).
 func queueEmitter(ctx context.Context, s store.Store, logger *slog.Logger) (*usage.Emitter, error) {
+	outbox, ok := s.(store.Outbox)
+	if !ok {
+		return nil, errors.New("the store keeps no outbox")
+	}
+	outcomes, _ := s.(store.Outcomes)
 	url := strings.TrimSpace(os.Getenv(EnvQueueURL))
 	if url == "" {
-		logger.Warn(EnvQueueURL + " is not set: usage events are applied in process")
-		return LocalEvents(ctx, s, logger), nil
+		logger.Warn(EnvQueueURL + " is not set: usage events are applied by the function itself")
+		direct := usage.Direct{Worker: &usage.Worker{Store: s, Outcomes: outcomes, Outbox: outbox, Logger: logger}}
+		return &usage.Emitter{Queue: direct, Outbox: outbox, Logger: logger}, nil
 	}
 	client, err := sqsqueue.NewClientFromEnv(ctx)
 	if err != nil {
 		return nil, err
-	}
-	outbox, ok := s.(store.Outbox)
-	if !ok {
-		return nil, errors.New("the store keeps no outbox")
 	}
 	return &usage.Emitter{Queue: sqsqueue.New(client, url), Outbox: outbox, Logger: logger}, nil
 }
@@ -97,7 +98,7 @@ func flushAfterInvocations(ctx context.Context, h gateway.EventHandler, e *usage
 
 // WorkerHandler is the worker function: SQS batches of usage events and
 // reconciliations (with partial batch failures), and the scheduled sweep
-// of expired reservations and the outbox.
+// of the outbox and expired reservations.
 func WorkerHandler(w *usage.Worker) func(context.Context, json.RawMessage) (any, error) {
 	return func(ctx context.Context, raw json.RawMessage) (any, error) {
 		var probe struct {
@@ -132,14 +133,11 @@ func StartWorker() {
 	if err == nil && s == nil {
 		err = errors.New(EnvTable + " is not set")
 	}
-	var emitter *usage.Emitter
-	if err == nil {
-		emitter, err = queueEmitter(ctx, s, logger)
-	}
 	if err != nil {
 		logger.Error("cannot configure the worker", "error", err.Error())
 		os.Exit(1)
 	}
 	outcomes, _ := s.(store.Outcomes)
-	lambda.Start(WorkerHandler(&usage.Worker{Store: s, Outcomes: outcomes, Emitter: emitter, Logger: logger}))
+	outbox, _ := s.(store.Outbox)
+	lambda.Start(WorkerHandler(&usage.Worker{Store: s, Outcomes: outcomes, Outbox: outbox, Logger: logger}))
 }

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/meridian-data/meridian/shared/store"
@@ -99,5 +100,33 @@ func TestPendingRefundIsReconciledOnce(t *testing.T) {
 	}
 	if a, _ := b.store.Account(context.Background(), b.account.ID); a.CreditsRemaining != 100 {
 		t.Fatalf("balance %d; want 100", a.CreditsRemaining)
+	}
+}
+
+// flakySettles cannot mark a reservation settled.
+type flakySettles struct{ store.Store }
+
+func (flakySettles) Settle(context.Context, string, string) error {
+	return errors.New("dynamodb: throughput exceeded")
+}
+
+// A success whose settle cannot be written still answers with its charge,
+// and a settle reconciliation keeps the lease sweep from refunding it.
+func TestUnwrittenSettleIsReconciled(t *testing.T) {
+	b := newBilled(t, 100, nil, func(c *Config) { c.Store = flakySettles{c.Store} })
+	b.events.apply = false
+	r := b.call("/v1/marketplace_a/search?query=lamp")
+	if r.code != 200 || r.body["credits_used"] != float64(3) {
+		t.Fatalf("%d %s", r.code, r.raw)
+	}
+	rec := b.events.reconciliations()
+	if len(rec) != 1 || rec[0].Action != usage.Settle || rec[0].RequestID != r.body["request_id"] {
+		t.Fatalf("reconciliations: %+v", rec)
+	}
+	if err := b.events.worker.Handle(context.Background(), usage.ReconcileMessage(rec[0]).Body); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.Refund(context.Background(), b.account.ID, rec[0].RequestID); !errors.Is(err, store.ErrSettled) {
+		t.Fatalf("after reconciliation the charge is settled: %v", err)
 	}
 }

@@ -166,8 +166,10 @@ type Store interface {
 
 // ReservationLease is how long a reservation may stay "reserved": far
 // longer than any call (the pipeline's 90-second request deadline plus its
-// billing writes), so only a reservation whose process died outlives it.
-const ReservationLease = 10 * time.Minute
+// billing writes), so only a reservation whose process died outlives it,
+// and long enough for a settle reconciliation delayed by a queue backlog
+// to land before the sweep would refund a delivered call.
+const ReservationLease = 30 * time.Minute
 
 // ReservationRef names a reservation whose lease ended.
 type ReservationRef struct {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/meridian-data/meridian/shared/queue"
@@ -31,7 +32,8 @@ type Emitter struct {
 	pending []queue.Message
 	kick    chan struct{}
 	once    sync.Once
-	flushMu sync.Mutex // one flush at a time
+	flushMu sync.Mutex  // one flush at a time
+	dirty   atomic.Bool // this emitter put messages in the outbox since it last found it empty
 }
 
 // flushAt is how many pending messages wake the background flusher early
@@ -76,8 +78,9 @@ func (e *Emitter) Pending() int {
 }
 
 // Flush sends what is pending; messages the queue refuses go to the
-// outbox. When the queue took them, it also sends part of the outbox. The
-// error is only for logs: nothing is lost unless the outbox fails too.
+// outbox. When the queue took them and this emitter has used the outbox,
+// it also sends part of the outbox. The error is only for logs: what the
+// queue and the outbox both refuse waits in memory for the next flush.
 func (e *Emitter) Flush(ctx context.Context) error {
 	e.init()
 	e.flushMu.Lock()
@@ -86,12 +89,37 @@ func (e *Emitter) Flush(ctx context.Context) error {
 	msgs := e.pending
 	e.pending = nil
 	e.mu.Unlock()
-	sendErr := e.send(ctx, msgs)
-	if sendErr != nil {
-		return sendErr
+	if err := e.send(ctx, msgs); err != nil || !e.dirty.Load() {
+		return err
 	}
+	// This process once kept messages in the outbox: send some while the
+	// queue answers. (The worker's scheduled run applies the rest.)
 	_, err := e.drain(ctx, drainPerFlush)
 	return err
+}
+
+// refusedBy splits msgs by the queue's answer: the ones it refused (all
+// of them unless the error names some) and the ones it took.
+func refusedBy(msgs []queue.Message, err error) (refused, sent []queue.Message) {
+	if err == nil {
+		return nil, msgs
+	}
+	var partial *queue.SendError
+	if !errors.As(err, &partial) {
+		return msgs, nil
+	}
+	failed := map[string]bool{}
+	for _, id := range partial.Failed {
+		failed[id] = true
+	}
+	for _, m := range msgs {
+		if failed[m.ID] {
+			refused = append(refused, m)
+		} else {
+			sent = append(sent, m)
+		}
+	}
+	return refused, sent
 }
 
 // send sends msgs; the refused ones are kept in the outbox.
@@ -100,22 +128,9 @@ func (e *Emitter) send(ctx context.Context, msgs []queue.Message) error {
 		return nil
 	}
 	err := e.Queue.Send(ctx, msgs)
-	if err == nil {
+	refused, _ := refusedBy(msgs, err)
+	if len(refused) == 0 {
 		return nil
-	}
-	refused := msgs
-	var partial *queue.SendError
-	if errors.As(err, &partial) {
-		failed := map[string]bool{}
-		for _, id := range partial.Failed {
-			failed[id] = true
-		}
-		refused = refused[:0:0]
-		for _, m := range msgs {
-			if failed[m.ID] {
-				refused = append(refused, m)
-			}
-		}
 	}
 	now := e.Now()
 	kept := make([]store.OutboxMessage, len(refused))
@@ -127,6 +142,7 @@ func (e *Emitter) send(ctx context.Context, msgs []queue.Message) error {
 		e.requeue(refused)
 		return errors.Join(err, perr)
 	}
+	e.dirty.Store(true)
 	e.Logger.Warn("queue refused messages; kept in the outbox", "messages", len(refused), "error", err.Error())
 	return err
 }
@@ -150,29 +166,21 @@ func (e *Emitter) requeue(msgs []queue.Message) {
 // ones the queue took. It returns how many were sent.
 func (e *Emitter) drain(ctx context.Context, limit int) (int, error) {
 	batch, err := e.Outbox.OutboxBatch(ctx, limit)
-	if err != nil || len(batch) == 0 {
+	if err != nil {
 		return 0, err
+	}
+	if len(batch) == 0 {
+		e.dirty.Store(false)
+		return 0, nil
 	}
 	msgs := make([]queue.Message, len(batch))
 	for i, m := range batch {
 		msgs[i] = queue.Message{ID: m.ID, Body: m.Body}
 	}
-	sent := msgs
-	if err := e.Queue.Send(ctx, msgs); err != nil {
-		var partial *queue.SendError
-		if !errors.As(err, &partial) {
-			return 0, err
-		}
-		failed := map[string]bool{}
-		for _, id := range partial.Failed {
-			failed[id] = true
-		}
-		sent = sent[:0:0]
-		for _, m := range msgs {
-			if !failed[m.ID] {
-				sent = append(sent, m)
-			}
-		}
+	err = e.Queue.Send(ctx, msgs)
+	_, sent := refusedBy(msgs, err)
+	if len(sent) == 0 {
+		return 0, err
 	}
 	ids := make([]string, len(sent))
 	for i, m := range sent {

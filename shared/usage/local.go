@@ -91,3 +91,24 @@ func Every(ctx context.Context, interval time.Duration, fn func(context.Context)
 		}
 	}
 }
+
+// Direct is a queue that applies each message at once with its worker:
+// for a deployment without a queue, where the emitter's flush (after each
+// invocation) does the worker's job. Messages it cannot apply are refused,
+// so the emitter keeps them in the outbox for the sweep.
+type Direct struct{ Worker *Worker }
+
+// Send applies msgs in order.
+func (d Direct) Send(ctx context.Context, msgs []queue.Message) error {
+	var failed []string
+	var cause error
+	for _, m := range msgs {
+		if err := d.Worker.Handle(ctx, m.Body); err != nil {
+			failed, cause = append(failed, m.ID), err
+		}
+	}
+	if failed != nil {
+		return &queue.SendError{Failed: failed, Cause: cause}
+	}
+	return nil
+}

@@ -250,8 +250,8 @@ func TestSweepRefundsExpiredReservations(t *testing.T) {
 func TestLocalQueue(t *testing.T) {
 	s := openStore(t)
 	acct, c := paid(t, s)
-	var logs bytes.Buffer
-	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	logs := &lockedBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	w := &usage.Worker{Store: s, Outcomes: s}
 	q := usage.NewLocalQueue(w, 2, logger)
 	refund := usage.ReconcileMessage(usage.Reconciliation{Action: usage.Refund, AccountID: acct.ID, RequestID: c.RequestID})
@@ -270,5 +270,61 @@ func TestLocalQueue(t *testing.T) {
 	}
 	if balance(t, s, acct.ID) != 10 || !strings.Contains(logs.String(), `"message_id":"poison"`) {
 		t.Fatalf("balance %d, log %s", balance(t, s, acct.ID), logs.String())
+	}
+}
+
+// lockedBuffer is a log sink a goroutine writes while the test reads.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// A settle that waited in the outbox lands before the lease sweep could
+// refund the call it belongs to.
+func TestSweepAppliesTheOutboxFirst(t *testing.T) {
+	s := openStore(t)
+	acct, c := paid(t, s)
+	settle := usage.ReconcileMessage(usage.Reconciliation{Action: usage.Settle, AccountID: acct.ID, RequestID: c.RequestID})
+	poison := queue.Message{ID: "poison", Body: []byte("{")}
+	if err := s.PutOutbox(context.Background(), []store.OutboxMessage{{ID: settle.ID, Body: settle.Body}, {ID: poison.ID, Body: poison.Body}}); err != nil {
+		t.Fatal(err)
+	}
+	w := &usage.Worker{Store: s, Outcomes: s, Outbox: s,
+		Now: func() time.Time { return time.Now().Add(store.ReservationLease + time.Minute) }}
+	if n, err := w.Sweep(context.Background()); err != nil || n != 0 {
+		t.Fatalf("refunded %d (%v); the settle must win", n, err)
+	}
+	if b := balance(t, s, acct.ID); b != 7 {
+		t.Fatalf("balance %d; the delivered call keeps its charge of 3", b)
+	}
+	if left, _ := s.OutboxBatch(context.Background(), 10); len(left) != 0 {
+		t.Fatalf("outbox keeps %d", len(left))
+	}
+}
+
+func TestDirectQueueAppliesAtOnce(t *testing.T) {
+	s := openStore(t)
+	acct, c := paid(t, s)
+	e := &usage.Emitter{Queue: usage.Direct{Worker: &usage.Worker{Store: s, Outcomes: s}}, Outbox: s}
+	e.Emit(usage.ReconcileMessage(usage.Reconciliation{Action: usage.Refund, AccountID: acct.ID, RequestID: c.RequestID}))
+	e.Emit(queue.Message{ID: "poison", Body: []byte("{")})
+	_ = e.Flush(context.Background())
+	if b := balance(t, s, acct.ID); b != 10 {
+		t.Fatalf("balance %d; want the refund applied", b)
+	}
+	if left, _ := s.OutboxBatch(context.Background(), 10); len(left) != 1 || left[0].ID != "poison" {
+		t.Fatalf("what cannot be applied waits in the outbox: %+v", left)
 	}
 }

@@ -20,11 +20,11 @@ import (
 type Worker struct {
 	Store    store.Store
 	Outcomes store.Outcomes
-	// Emitter, when set, is drained by Sweep: the outbox of messages the
-	// queue once refused.
-	Emitter *Emitter
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// Outbox, when set, is applied by Sweep: the messages the queue once
+	// refused, which the worker can apply itself.
+	Outbox store.Outbox
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 func (w *Worker) logger() *slog.Logger {
@@ -97,14 +97,26 @@ func (w *Worker) reconcile(ctx context.Context, r Reconciliation) error {
 	return err
 }
 
+// recordTimeout bounds one message, so one slow record cannot use up the
+// invocation and send the whole batch back.
+const recordTimeout = 10 * time.Second
+
 // HandleSQS is the worker function's SQS handler: each record is applied
 // on its own, and the ones that failed are reported as batch item failures
 // so only they are redelivered (and, after the queue's bounded receives,
-// moved to the dead-letter queue).
+// moved to the dead-letter queue). Records the invocation has no time left
+// for are reported failed without being tried.
 func (w *Worker) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	var resp events.SQSEventResponse
 	for _, rec := range ev.Records {
-		if err := w.Handle(ctx, []byte(rec.Body)); err != nil {
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < time.Second {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, recordTimeout)
+		err := w.Handle(rctx, []byte(rec.Body))
+		cancel()
+		if err != nil {
 			w.logger().Warn("message not applied", "message_id", rec.MessageId,
 				"receive_count", rec.Attributes["ApproximateReceiveCount"], "poison", errors.Is(err, ErrPoison), "error", err.Error())
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
@@ -113,42 +125,75 @@ func (w *Worker) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSE
 	return resp, nil
 }
 
-// sweepBatch bounds one sweep's page of expired reservations.
+// sweepBatch bounds one page of expired reservations or outbox messages.
 const sweepBatch = 100
 
-// Sweep refunds every reservation whose lease ended with no success
-// recorded (its process died between reserve and settle), then sends the
-// outbox. Several sweeps at once refund each reservation once (the store's
-// refund is conditional); each reports the expired reservations it
-// finished, so overlapping sweeps may both count one.
-func (w *Worker) Sweep(ctx context.Context) (finished int, err error) {
-	for {
+// Sweep is the scheduled run. It first applies the outbox itself (a
+// settle waiting there must land before its lease is swept), then refunds
+// every reservation whose lease ended with no success recorded (its
+// process died between reserve and settle). Refunds are conditional, so
+// overlapping sweeps refund each reservation once; an item that fails is
+// logged and the sweep goes on. It returns the refunds it wrote (a refund
+// another sweep wrote first may count in both).
+func (w *Worker) Sweep(ctx context.Context) (refunded int, err error) {
+	var errs []error
+	if w.Outbox != nil {
+		if err := w.applyOutbox(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("outbox: %w", err))
+		}
+	}
+	seen := map[string]bool{}
+	for ctx.Err() == nil {
 		expired, err := w.Store.ExpiredReservations(ctx, w.now(), sweepBatch)
 		if err != nil {
-			return finished, fmt.Errorf("list expired reservations: %w", err)
+			errs = append(errs, fmt.Errorf("list expired reservations: %w", err))
+			break
 		}
-		progress := 0
+		fresh := 0
 		for _, r := range expired {
+			if seen[r.RequestID] {
+				continue // the index has not caught up with a refund yet
+			}
+			seen[r.RequestID] = true
+			fresh++
 			_, err := w.Store.Refund(ctx, r.AccountID, r.RequestID)
 			switch {
 			case err == nil:
-				finished++
-				progress++
+				refunded++
 				w.logger().Info("expired reservation refunded", "request_id", r.RequestID, "lease_until", r.LeaseUntil)
 			case errors.Is(err, store.ErrSettled), errors.Is(err, store.ErrRefunded), errors.Is(err, store.ErrNotFound):
-				progress++ // finished meanwhile; the index catches up
 			default:
-				return finished, err
+				w.logger().Error("expired reservation not refunded", "request_id", r.RequestID, "error", err.Error())
+				errs = append(errs, err)
 			}
 		}
-		if len(expired) < sweepBatch || progress == 0 {
+		if len(expired) < sweepBatch || fresh == 0 {
 			break
 		}
 	}
-	if w.Emitter != nil {
-		if _, err := w.Emitter.Drain(ctx); err != nil {
-			return finished, fmt.Errorf("drain the outbox: %w", err)
+	return refunded, errors.Join(errs...)
+}
+
+// applyOutbox applies and removes the outbox's messages, oldest first.
+func (w *Worker) applyOutbox(ctx context.Context) error {
+	for ctx.Err() == nil {
+		batch, err := w.Outbox.OutboxBatch(ctx, sweepBatch)
+		if err != nil || len(batch) == 0 {
+			return err
+		}
+		var done []string
+		for _, m := range batch {
+			err := w.Handle(ctx, m.Body)
+			if errors.Is(err, ErrPoison) {
+				w.logger().Error("dead letter: outbox message dropped", "message_id", m.ID)
+			} else if err != nil {
+				return err // retried on the next run, in order
+			}
+			done = append(done, m.ID)
+		}
+		if err := w.Outbox.DeleteOutbox(ctx, done); err != nil {
+			return err
 		}
 	}
-	return finished, nil
+	return ctx.Err()
 }

@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -44,41 +45,43 @@ func (s *Store) RecordOutcome(ctx context.Context, requestID string, o store.Out
 		errs = 1
 	}
 	bucket := fmt.Sprintf("h%d", store.Bucket(o.Latency))
-	items := []types.TransactWriteItem{
-		{Put: &types.Put{
-			TableName: s.table,
-			Item: map[string]types.AttributeValue{
-				AttrPK: str(usagePK(requestID)), AttrSK: str(skUsage),
-				AttrExpiresAt: num(now.Add(store.OutcomeDedupWindow).Unix()),
-			},
-			ConditionExpression:       aws.String("attribute_not_exists(pk) OR expires_at <= :now"),
-			ExpressionAttributeValues: vals{":now": num(now.Unix())},
-		}},
-		{Update: &types.Update{
-			TableName:                s.table,
-			Key:                      itemKey(outcomesPK(minute), o.Platform),
-			UpdateExpression:         aws.String("ADD requests :one, errors :errs, #bucket :one SET expires_at = :exp"),
-			ExpressionAttributeNames: map[string]string{"#bucket": bucket},
-			ExpressionAttributeValues: vals{
-				":one": num(1), ":errs": num(errs), ":exp": num(now.Add(24 * time.Hour).Unix()),
-			},
-		}},
+	// Two writes, not a transaction: every event of a platform's minute
+	// adds to one counter item, and transactions on a hot item conflict,
+	// while plain ADDs queue up. The marker goes first; if the count then
+	// fails, the marker is taken back so a redelivery counts it.
+	marker := &dynamodb.PutItemInput{
+		TableName: s.table,
+		Item: map[string]types.AttributeValue{
+			AttrPK: str(usagePK(requestID)), AttrSK: str(skUsage),
+			AttrExpiresAt: num(now.Add(store.OutcomeDedupWindow).Unix()),
+		},
+		ConditionExpression:       aws.String("attribute_not_exists(pk) OR expires_at <= :now"),
+		ExpressionAttributeValues: vals{":now": num(now.Unix())},
 	}
-	for attempt := 0; ; attempt++ {
-		cx, err := s.transact(ctx, items)
-		if err != nil {
-			return false, err
-		}
-		if cx == nil {
-			return true, nil
-		}
-		if bad, _ := cx.failed(0); bad {
+	if _, err := s.db.PutItem(ctx, marker); err != nil {
+		if failed, _ := condFailed(err); failed {
 			return false, nil // counted already
 		}
-		if err := backoff(ctx, attempt); err != nil {
-			return false, err
-		}
+		return false, err
 	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                s.table,
+		Key:                      itemKey(outcomesPK(minute), o.Platform),
+		UpdateExpression:         aws.String("ADD requests :one, errors :errs, #bucket :one SET expires_at = :exp"),
+		ExpressionAttributeNames: map[string]string{"#bucket": bucket},
+		ExpressionAttributeValues: vals{
+			":one": num(1), ":errs": num(errs), ":exp": num(now.Add(24 * time.Hour).Unix()),
+		},
+	})
+	if err != nil {
+		undo, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		if _, derr := s.db.DeleteItem(undo, &dynamodb.DeleteItemInput{TableName: s.table, Key: itemKey(usagePK(requestID), skUsage)}); derr != nil {
+			err = errors.Join(err, derr) // the event then stays uncounted
+		}
+		return false, err
+	}
+	return true, nil
 }
 
 func (s *Store) OutcomesSince(ctx context.Context, since, now time.Time) (map[string][]store.MinuteStats, error) {

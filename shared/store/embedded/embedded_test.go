@@ -108,14 +108,14 @@ func TestLeasesBackfilled(t *testing.T) {
 	s.Close()
 	s = open(t, dir)
 	defer s.Close()
-	refs, err := s.ExpiredReservations(ctx, time.Now().Add(11*time.Minute), 10)
+	refs, err := s.ExpiredReservations(ctx, time.Now().Add(store.ReservationLease+time.Minute), 10)
 	if err != nil || len(refs) != 1 || refs[0].RequestID != "req_1" || refs[0].AccountID != a.ID || refs[0].LeaseUntil.After(time.Now().Add(store.ReservationLease)) {
 		t.Fatalf("after the backfill: %+v %v", refs, err)
 	}
 	if _, err := s.Refund(ctx, a.ID, "req_1"); err != nil {
 		t.Fatal(err)
 	}
-	if refs, err := s.ExpiredReservations(ctx, time.Now().Add(11*time.Minute), 10); err != nil || len(refs) != 0 {
+	if refs, err := s.ExpiredReservations(ctx, time.Now().Add(store.ReservationLease+time.Minute), 10); err != nil || len(refs) != 0 {
 		t.Errorf("refunded: %+v %v", refs, err)
 	}
 }

@@ -1502,7 +1502,7 @@ func testExpiredReservations(t *testing.T, s store.Store) {
 		t.Errorf("a limit of 0: %v", err)
 	}
 
-	later := time.Now().Add(11 * time.Minute)
+	later := time.Now().Add(store.ReservationLease + time.Minute)
 	all, err := s.ExpiredReservations(ctx, later, 100)
 	if err != nil {
 		t.Fatal(err)
