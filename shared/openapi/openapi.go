@@ -75,7 +75,7 @@ func operation(e *registry.Endpoint, schemas DataSchemas, defs obj) (string, obj
 		if strings.Contains(e.ID, "{"+p.Name+"}") {
 			in = "path"
 		}
-		param := obj{"name": p.Name, "in": in, "required": p.Required || in == "path", "schema": paramSchema(p)}
+		param := obj{"name": p.Name, "in": in, "required": p.Required || in == "path", "schema": ParamSchema(p)}
 		if p.Description != "" {
 			param["description"] = p.Description
 		}
@@ -131,8 +131,9 @@ func tag(e *registry.Endpoint) string {
 	return e.Platform
 }
 
-func paramSchema(p *registry.Param) obj {
-	s := obj{}
+// ParamSchema is the JSON Schema of one query parameter's value.
+func ParamSchema(p *registry.Param) map[string]any {
+	s := map[string]any{}
 	switch p.Type {
 	case registry.Integer, registry.Number:
 		s["type"] = string(p.Type)

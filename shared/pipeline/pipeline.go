@@ -102,6 +102,7 @@ type Pipeline struct {
 	cfg     Config
 	routes  []registry.Route
 	openapi openAPIDocs
+	mcp     mcpSurface
 }
 
 // New builds a pipeline; built-in handlers (the API and platform indexes)
@@ -243,8 +244,7 @@ func (p *Pipeline) route(x *exchange) {
 	case (path == "/openapi.json" || path == "/openapi.yaml") && x.r.Method == http.MethodGet:
 		p.serveOpenAPI(x, strings.HasSuffix(path, ".yaml"))
 	case path == "/mcp":
-		x.fail(envelope.New(envelope.EndpointNotAvailable, http.StatusNotImplemented,
-			"This surface is not available in this deployment yet.", nil))
+		p.serveMCP(x)
 	default:
 		x.fail(registry.PathNotFound(path))
 	}
