@@ -194,7 +194,7 @@ func StartLambda(family registry.Family) {
 	if deps.emitter != nil {
 		h = flushAfterInvocations(ctx, h, deps.emitter, logger)
 	}
-	lambda.Start(h)
+	lambda.Start(gateway.FunctionURLAware(h))
 }
 
 // LocalHandler serves every family in one process through the same event
