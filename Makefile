@@ -7,12 +7,12 @@ BUILD_DIR := build
 BUILD_ENV := CGO_ENABLED=0 GOOS=linux GOARCH=arm64 GOFLAGS=-mod=readonly
 BUILD_FLAGS := -trimpath -buildvcs=false -tags lambda.norpc -ldflags='-s -w -buildid='
 
-.PHONY: run test unit lint build check-build fuzz clean
+.PHONY: run test unit infra-test lint build check-build fuzz clean
 
 run: ## start the API locally on MERIDIAN_ADDR (default 127.0.0.1:8080)
 	$(GO) run ./functions/local
 
-test: lint check-build unit ## every test: vet, gofmt, reproducible builds, unit, DynamoDB Local and SQS (goaws) tests with fuzz seed corpora
+test: lint check-build unit infra-test ## every test: vet, gofmt, reproducible builds, unit, DynamoDB Local and SQS (goaws) tests with fuzz seed corpora, CDK synth and cdk-nag
 
 # DynamoDB Local runs for the DynamoDB store's tests (scripts/dynamodb-local.sh
 # installs Java and the emulator when missing) and goaws for the SQS tests
@@ -25,8 +25,21 @@ unit:
 	  scripts/goaws.sh stop >/dev/null 2>&1 || true; \
 	  scripts/dynamodb-local.sh stop >/dev/null 2>&1 || true; exit $$rc
 
+# infra/ is its own Go module (the CDK stays out of the Lambda binaries'
+# module); infra/go.work puts the root module beside it. Its tests
+# synthesize the stacks offline (the CDK runs in Node: scripts/node.sh
+# installs it when missing), check the templates and cdk-nag, and replay
+# every function's calls on DynamoDB Local against its IAM policy.
+infra-test:
+	@scripts/node.sh >/dev/null
+	@endpoint=$$(scripts/dynamodb-local.sh start | tail -n1) || exit 1; \
+	  (cd infra && MERIDIAN_DYNAMODB_ENDPOINT=$$endpoint JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=1 \
+	    $(GO) test -count=1 ./...); rc=$$?; \
+	  scripts/dynamodb-local.sh stop >/dev/null 2>&1 || true; exit $$rc
+
 lint:
 	$(GO) vet ./...
+	cd infra && $(GO) vet ./...
 	@out=$$(find . -name '*.go' -not -path './build/*' -not -path './.git/*' | xargs gofmt -l); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
@@ -48,3 +61,7 @@ fuzz: ## run each fuzz target for FUZZTIME (default 30s)
 
 clean:
 	rm -rf $(BUILD_DIR)
+
+.PHONY: bench
+bench: ## every benchmark of BENCHMARKS.md (scripts/bench.sh; installs wrk, starts DynamoDB Local); not part of make test
+	scripts/bench.sh

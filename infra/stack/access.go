@@ -1,0 +1,240 @@
+package stack
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/meridian-data/meridian/shared/registry"
+	"github.com/meridian-data/meridian/shared/upstream/adapters"
+)
+
+// WorkerName is the worker function's name (functions/worker).
+const WorkerName = "worker"
+
+// Functions lists every function in deployment order: the families of
+// registry.Families, then the worker.
+func Functions() []string {
+	names := make([]string, 0, len(registry.Families)+1)
+	for _, f := range registry.Families {
+		names = append(names, string(f))
+	}
+	return append(names, WorkerName)
+}
+
+// TableUse is one thing a function does with the DynamoDB table, with the
+// IAM actions it takes. The store's calls are in shared/store/dynamostore.
+// TransactWriteItems has no IAM action of its own: each item is authorized
+// as the PutItem, UpdateItem, DeleteItem or ConditionCheckItem it stands
+// for, and the store's transactions hold only Put and Update items.
+type TableUse struct {
+	Name    string
+	Why     string
+	Actions []string // on the table
+	Index   []string // on the leases index (table/<name>/index/leases)
+}
+
+// What the functions do with the table. DescribeTable, CreateTable and
+// UpdateTimeToLive (dynamostore.CreateTable) are for tests and
+// development only: no function gets them.
+var (
+	// UseRequest is every API request: authentication, admission and the
+	// usage emitter, which every API function runs after each invocation.
+	UseRequest = TableUse{
+		Name: "request",
+		Why: "KeyByHash/Key (GetItem); Admit, TakeSlot, ReleaseSlot (GetItem, conditional PutItem); " +
+			"the usage emitter's outbox: PutOutbox (TransactWriteItems of Put), OutboxBatch (Query), " +
+			"DeleteOutbox (BatchGetItem, BatchWriteItem of deletes)",
+		Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:BatchWriteItem"},
+	}
+	// UsePaid is a paid data call: billing, the response cache, fair use and dry runs.
+	UsePaid = TableUse{
+		Name: "paid",
+		Why: "Reserve (BatchGetItem, TransactWriteItems of Update and Put), Settle (UpdateItem), " +
+			"Refund (BatchGetItem, GetItem, TransactWriteItems); CacheGet/CachePut (GetItem, PutItem); " +
+			"FairUseUsed/AddFairUse (GetItem, PutItem); dry runs read the account and key (GetItem)",
+		Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"},
+	}
+	// UseIdempotency is Idempotency-Key on direct GETs under /v1 (not the
+	// sandbox, not batch items, not MCP calls).
+	UseIdempotency = TableUse{
+		Name:    "idempotency",
+		Why:     "ClaimIdempotency (conditional PutItem, GetItem), CompleteIdempotency (UpdateItem), ReleaseIdempotency (DeleteItem)",
+		Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"},
+	}
+	// UseAccounts is the console and operator APIs and the service reads.
+	UseAccounts = TableUse{
+		Name: "accounts",
+		Why: "CreateAccount, Grant, CreateKey, SetKeyStatus (GetItem, TransactWriteItems of Put and Update); " +
+			"UpdateKey (UpdateItem); Keys, Ledger, OutcomesSince for /v1/status (Query); AccountByConsoleToken (GetItem)",
+		Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"},
+	}
+	// UseWorker is the worker's SQS messages and its scheduled run.
+	UseWorker = TableUse{
+		Name: "worker",
+		Why: "RecordOutcome (conditional PutItem of the request's mark, UpdateItem ADD on the minute's counter, " +
+			"DeleteItem to take the mark back when the count fails); refund and settle reconciliations " +
+			"(Refund: BatchGetItem, GetItem, TransactWriteItems of Update and Put; Settle: UpdateItem); the " +
+			"scheduled run applies the outbox in place (OutboxBatch: Query; DeleteOutbox: BatchGetItem, " +
+			"BatchWriteItem) and sweeps expired reservations (ExpiredReservations: Query on the leases index)",
+		Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+			"dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:BatchWriteItem"},
+		Index: []string{"dynamodb:Query"},
+	}
+)
+
+// TableUses says what each function does with the table.
+func TableUses(name string) []TableUse {
+	switch registry.Family(name) {
+	case registry.Sandbox:
+		// Free synthetic data: no billing, no cache, no idempotency (the
+		// pipeline skips it for the sandbox).
+		return []TableUse{UseRequest}
+	case registry.Batch, registry.MCP:
+		// Items and tool calls are paid data calls, but never carry an
+		// Idempotency-Key (batch is a POST; MCP calls are not direct GETs).
+		return []TableUse{UseRequest, UsePaid}
+	case registry.Service:
+		// Console, operator API, credits, status and discovery: free, but
+		// its GETs under /v1 honour Idempotency-Key.
+		return []TableUse{UseRequest, UseIdempotency, UseAccounts}
+	}
+	if name == WorkerName {
+		return []TableUse{UseWorker}
+	}
+	// The data families: paid GETs under /v1 with idempotency.
+	return []TableUse{UseRequest, UsePaid, UseIdempotency}
+}
+
+// TableActions is the sorted union of a function's table and index actions.
+func TableActions(name string) (table, index []string) {
+	for _, u := range TableUses(name) {
+		table = append(table, u.Actions...)
+		index = append(index, u.Index...)
+	}
+	return sortedSet(table), sortedSet(index)
+}
+
+func sortedSet(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	s = slices.Clone(s)
+	sort.Strings(s)
+	return slices.Compact(s)
+}
+
+// QueueActions are the SQS actions of a function, sorted. Every API
+// function's usage emitter sends (SendMessageBatch, authorized as
+// sqs:SendMessage), also when it drains the outbox it wrote. The worker
+// only consumes: its event source mapping polls with the function's role
+// (ReceiveMessage, DeleteMessage, GetQueueAttributes: the
+// AWSLambdaSQSQueueExecutionRole set), and its scheduled run applies the
+// outbox in place rather than sending it (usage.Worker.Sweep).
+func QueueActions(name string) []string {
+	if name == WorkerName {
+		return sortedSet([]string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"})
+	}
+	return []string{"sqs:SendMessage"}
+}
+
+// FanOut declares the families whose requests run other families'
+// endpoints in their own process (the pipeline is the same in every
+// function), so they need those endpoints' upstream credentials too.
+type FanOut struct {
+	All   bool   // every endpoint
+	Param string // the endpoints of the platforms this parameter of the family's endpoints enumerates
+	Why   string
+}
+
+// FanOuts are the families that run endpoints of other families.
+var FanOuts = map[registry.Family]FanOut{
+	registry.Batch:  {All: true, Why: "POST /v1/batch runs each item through the whole pipeline in this process"},
+	registry.MCP:    {All: true, Why: "every endpoint is an MCP tool, run in this process"},
+	registry.Search: {Param: "platforms", Why: "search/all and search/creators fan out over the searches of the platforms their platforms parameter lists"},
+	registry.Bundle: {Param: "platform", Why: "creator-vetting samples the creator's platform"},
+}
+
+// SecretReaders returns the functions that may read the upstream secret,
+// each with its reasons: the families serving an endpoint through a
+// provider that reads secrets (adapters.All()), the fan-out families that
+// run such endpoints, and the service family (the operator token
+// MERIDIAN_ADMIN_TOKEN). The others never get MERIDIAN_UPSTREAM_SECRET.
+func SecretReaders(reg *registry.Registry) map[string][]string {
+	secretEndpoints := map[string][]string{} // endpoint key -> provider: secret names
+	for _, p := range adapters.All() {
+		if len(p.Secrets) == 0 {
+			continue
+		}
+		names := make([]string, len(p.Secrets))
+		for i, s := range p.Secrets {
+			names[i] = s.Name
+		}
+		for key := range p.Endpoints {
+			secretEndpoints[key] = append(secretEndpoints[key], p.Name+" ("+strings.Join(names, ", ")+")")
+		}
+	}
+	keys := make([]string, 0, len(secretEndpoints))
+	for k := range secretEndpoints {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+
+	readers := map[string][]string{}
+	add := func(fn, why string) {
+		if !slices.Contains(readers[fn], why) {
+			readers[fn] = append(readers[fn], why)
+		}
+	}
+	for _, key := range keys {
+		e, ok := reg.Endpoint(key)
+		if !ok {
+			continue
+		}
+		add(string(e.Family), fmt.Sprintf("serves %s through %s", key, strings.Join(secretEndpoints[key], ", ")))
+		for fam, fo := range FanOuts {
+			if fam != e.Family && fanOutReaches(reg, fam, fo, e.Platform) {
+				add(string(fam), fmt.Sprintf("runs %s in process: %s", key, fo.Why))
+			}
+		}
+	}
+	add(string(registry.Service), "reads the operator token MERIDIAN_ADMIN_TOKEN for /admin")
+	return readers
+}
+
+// fanOutReaches says whether family fam, by fo, runs endpoints of platform.
+func fanOutReaches(reg *registry.Registry, fam registry.Family, fo FanOut, platform string) bool {
+	if fo.All {
+		return true
+	}
+	for _, e := range reg.Endpoints() {
+		if e.Family != fam {
+			continue
+		}
+		for _, p := range e.Params {
+			if p.Name == fo.Param && slices.Contains(p.Enum, platform) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// StreamingFunctions are the functions that get a Lambda function URL with
+// response streaming: the families of endpoints that stream (stream=1,
+// server-sent events) and the family serving /mcp (MCP Streamable HTTP).
+func StreamingFunctions(reg *registry.Registry) []string {
+	var names []string
+	for _, e := range reg.Endpoints() {
+		if e.Streams {
+			names = append(names, string(e.Family))
+		}
+	}
+	for _, r := range reg.Routes() {
+		if r.Path == "/mcp" {
+			names = append(names, string(r.Family))
+		}
+	}
+	return sortedSet(names)
+}

@@ -1,0 +1,167 @@
+// Package stack is Meridian's AWS deployment as a CDK stack: the HTTP API
+// with the registry's routes, one Lambda function per family plus the
+// worker, the DynamoDB table of dynamostore.Schema, the SQS queue and its
+// dead-letter queue, the upstream secret, alarms, and least-privilege IAM.
+package stack
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/constructs-go/constructs/v10"
+
+	"github.com/meridian-data/meridian/shared/registry"
+)
+
+// Context keys (cdk deploy -c key=value, or "context" in cdk.json).
+const (
+	CtxStage              = "stage"              // dev (default) or prod
+	CtxAlarmEmail         = "alarmEmail"         // subscribes an address to the alarm topic
+	CtxUpstreamSecretName = "upstreamSecretName" // use an existing secret instead of creating one
+	CtxLogLevel           = "logLevel"           // MERIDIAN_LOG_LEVEL (and Lambda's application log level)
+	CtxFairUse            = "fairUse"            // MERIDIAN_FAIR_USE
+	CtxErrorsURL          = "errorsUrl"          // MERIDIAN_ERRORS_URL
+)
+
+// Stages the stack knows. A stage is a preset, chosen with -c stage=NAME.
+const (
+	StageDev  = "dev"
+	StageProd = "prod"
+)
+
+// Config is everything that differs between deployments. Presets come from
+// Stage; the other context keys override single values.
+type Config struct {
+	Stage string
+	// Prod turns on deletion protection and RETAIN for the table, the
+	// secret, the key and the log groups.
+	Prod bool
+	// LogRetention applies to every function's log group and the API's
+	// access log group.
+	LogRetention awslogs.RetentionDays
+	// ReservedConcurrency caps (and guarantees) concurrent executions per
+	// function name (a family or "worker"); absent means unreserved. Dev
+	// reserves nothing: a new account's concurrency quota can be as low as
+	// 10, and Lambda refuses reservations that leave under 100 (or its
+	// minimum) unreserved.
+	ReservedConcurrency map[string]int
+	// WorkerMaxConcurrency bounds the worker's SQS pollers (event source
+	// mapping MaximumConcurrency, 2 at least).
+	WorkerMaxConcurrency int
+	// ThrottleRate and ThrottleBurst are the HTTP API stage's default route
+	// throttling (requests per second), in front of the per-key limits.
+	ThrottleRate  float64
+	ThrottleBurst float64
+	// AlarmEmail, when set, is subscribed to the alarm topic.
+	AlarmEmail string
+	// UpstreamSecretName, when set, names an existing Secrets Manager
+	// secret to use; otherwise the stack creates one.
+	UpstreamSecretName string
+	LogLevel           string // debug, info, warn, error
+	FairUse            string // MERIDIAN_FAIR_USE, passed as is
+	ErrorsURL          string // MERIDIAN_ERRORS_URL, passed as is
+	// BuildDir holds build/<function>/bootstrap (make build).
+	BuildDir string
+}
+
+// Preset returns a stage's defaults.
+func Preset(stage string) (Config, error) {
+	switch stage {
+	case StageDev:
+		return Config{
+			Stage:                StageDev,
+			LogRetention:         awslogs.RetentionDays_ONE_WEEK,
+			ReservedConcurrency:  map[string]int{},
+			WorkerMaxConcurrency: 2,
+			ThrottleRate:         50,
+			ThrottleBurst:        100,
+			LogLevel:             "info",
+			BuildDir:             "build",
+		}, nil
+	case StageProd:
+		return Config{
+			Stage:        StageProd,
+			Prod:         true,
+			LogRetention: awslogs.RetentionDays_THREE_MONTHS,
+			// What these protect (ARCHITECTURE.md, "Infrastructure"): the
+			// worker's transactions on the per-minute outcome counters
+			// conflict with each other, so its concurrency is both bounded
+			// and guaranteed (reconciliation must run when the API is
+			// busy); batch, search and mcp fan one request out into many
+			// store transactions.
+			ReservedConcurrency: map[string]int{
+				WorkerName:              10,
+				string(registry.Batch):  50,
+				string(registry.Search): 50,
+				string(registry.MCP):    50,
+			},
+			WorkerMaxConcurrency: 5,
+			ThrottleRate:         500,
+			ThrottleBurst:        1000,
+			LogLevel:             "info",
+			BuildDir:             "build",
+		}, nil
+	}
+	return Config{}, fmt.Errorf("unknown stage %q: use -c %s=%s or -c %s=%s", stage, CtxStage, StageDev, CtxStage, StageProd)
+}
+
+var (
+	emailPattern  = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[^@\s]+$`)
+	secretPattern = regexp.MustCompile(`^[A-Za-z0-9/_+=.@-]{1,512}$`)
+)
+
+// ConfigFromContext reads the stage and the overrides from the CDK context.
+func ConfigFromContext(scope constructs.Construct) (Config, error) {
+	get := func(key string) string {
+		v := scope.Node().TryGetContext(&key)
+		if v == nil {
+			return ""
+		}
+		return strings.TrimSpace(fmt.Sprint(v))
+	}
+	stage := get(CtxStage)
+	if stage == "" {
+		stage = StageDev
+	}
+	cfg, err := Preset(stage)
+	if err != nil {
+		return Config{}, err
+	}
+	if v := get(CtxAlarmEmail); v != "" {
+		if !emailPattern.MatchString(v) {
+			return Config{}, fmt.Errorf("%s=%q is not an email address", CtxAlarmEmail, v)
+		}
+		cfg.AlarmEmail = v
+	}
+	if v := get(CtxUpstreamSecretName); v != "" {
+		if !secretPattern.MatchString(v) {
+			return Config{}, fmt.Errorf("%s=%q is not a secret name", CtxUpstreamSecretName, v)
+		}
+		cfg.UpstreamSecretName = v
+	}
+	if v := get(CtxLogLevel); v != "" {
+		switch v = strings.ToLower(v); v {
+		case "debug", "info", "warn", "error":
+			cfg.LogLevel = v
+		default:
+			return Config{}, fmt.Errorf("%s=%q: use debug, info, warn or error", CtxLogLevel, v)
+		}
+	}
+	cfg.FairUse = get(CtxFairUse)
+	cfg.ErrorsURL = get(CtxErrorsURL)
+	return cfg, nil
+}
+
+// StackName is the CloudFormation stack of a stage.
+func StackName(stage string) string { return "Meridian-" + stage }
+
+// removal is the removal policy of stateful resources.
+func (c Config) removal() awscdk.RemovalPolicy {
+	if c.Prod {
+		return awscdk.RemovalPolicy_RETAIN
+	}
+	return awscdk.RemovalPolicy_DESTROY
+}

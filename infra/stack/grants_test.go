@@ -1,0 +1,495 @@
+package stack_test
+
+// The policies are written from reading shared/store/dynamostore; this test
+// checks them against what the code does. Each function's real handler
+// (app.Function, the same wiring as in Lambda) runs a set of requests of
+// its family against DynamoDB Local through a client that records every
+// DynamoDB call (transactions split into the item actions IAM checks), and
+// the worker applies the messages they emitted and runs its sweep. Every
+// recorded action must be one the function's policy grants.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/meridian-data/meridian/infra/stack"
+	"github.com/meridian-data/meridian/shared/app"
+	"github.com/meridian-data/meridian/shared/auth"
+	"github.com/meridian-data/meridian/shared/gateway"
+	"github.com/meridian-data/meridian/shared/mcpserver"
+	"github.com/meridian-data/meridian/shared/pipeline"
+	"github.com/meridian-data/meridian/shared/queue"
+	"github.com/meridian-data/meridian/shared/registry"
+	"github.com/meridian-data/meridian/shared/store"
+	"github.com/meridian-data/meridian/shared/store/dynamostore"
+	"github.com/meridian-data/meridian/shared/usage"
+)
+
+// recorder collects the IAM actions of the DynamoDB calls a client makes.
+type recorder struct {
+	mu           sync.Mutex
+	table, index map[string]bool
+}
+
+func newRecorder() *recorder { return &recorder{table: map[string]bool{}, index: map[string]bool{}} }
+
+func (r *recorder) add(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("meridian-record-actions",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			r.record(awsmiddleware.GetOperationName(ctx), in.Parameters)
+			return next.HandleInitialize(ctx, in)
+		}), middleware.Before)
+}
+
+func (r *recorder) record(op string, params any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch p := params.(type) {
+	case *dynamodb.TransactWriteItemsInput:
+		// IAM authorizes each item as the single-item action it stands for.
+		for _, it := range p.TransactItems {
+			switch {
+			case it.Put != nil:
+				r.table["dynamodb:PutItem"] = true
+			case it.Update != nil:
+				r.table["dynamodb:UpdateItem"] = true
+			case it.Delete != nil:
+				r.table["dynamodb:DeleteItem"] = true
+			case it.ConditionCheck != nil:
+				r.table["dynamodb:ConditionCheckItem"] = true
+			}
+		}
+	case *dynamodb.TransactGetItemsInput:
+		r.table["dynamodb:GetItem"] = true
+	case *dynamodb.QueryInput:
+		if p.IndexName != nil {
+			r.index["dynamodb:Query"] = true
+		} else {
+			r.table["dynamodb:Query"] = true
+		}
+	case *dynamodb.ScanInput:
+		if p.IndexName != nil {
+			r.index["dynamodb:Scan"] = true
+		} else {
+			r.table["dynamodb:Scan"] = true
+		}
+	default:
+		r.table["dynamodb:"+op] = true
+	}
+}
+
+func (r *recorder) actions() (table, index []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for a := range r.table {
+		table = append(table, a)
+	}
+	for a := range r.index {
+		index = append(index, a)
+	}
+	sort.Strings(table)
+	sort.Strings(index)
+	return table, index
+}
+
+// fixture is one DynamoDB Local table, with an unrecorded store for setup.
+type fixture struct {
+	endpoint, table string
+	plain           *dynamostore.Store
+}
+
+func (f *fixture) client(rec *recorder) *dynamodb.Client {
+	opts := dynamodb.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(f.endpoint),
+		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+	}
+	if rec != nil {
+		opts.APIOptions = append(opts.APIOptions, rec.add)
+	}
+	return dynamodb.New(opts)
+}
+
+// repoRoot is the directory holding cdk.json.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "cdk.json")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no cdk.json above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// dynamoEndpoint is MERIDIAN_DYNAMODB_ENDPOINT (make test sets it), or the
+// emulator scripts/dynamodb-local.sh runs (started and left running, as
+// the root module's tests do).
+func dynamoEndpoint(t *testing.T) string {
+	t.Helper()
+	if e := os.Getenv("MERIDIAN_DYNAMODB_ENDPOINT"); e != "" {
+		return e
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(filepath.Join(repoRoot(t), "scripts", "dynamodb-local.sh"), "start")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("DynamoDB Local: %v\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := &fixture{endpoint: dynamoEndpoint(t), table: fmt.Sprintf("meridian-infra-%d", time.Now().UnixNano())}
+	c := f.client(nil)
+	if err := dynamostore.CreateTable(context.Background(), c, f.table); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = c.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(f.table)})
+	})
+	f.plain = dynamostore.New(c, f.table)
+	return f
+}
+
+// capturingQueue keeps what it is sent; it refuses the first send, so the
+// emitter also writes and later drains the outbox.
+type capturingQueue struct {
+	mu      sync.Mutex
+	refused atomic.Bool
+	msgs    []queue.Message
+}
+
+func (q *capturingQueue) Send(_ context.Context, msgs []queue.Message) error {
+	if q.refused.CompareAndSwap(false, true) {
+		ids := make([]string, len(msgs))
+		for i, m := range msgs {
+			ids[i] = m.ID
+		}
+		return &queue.SendError{Failed: ids, Cause: fmt.Errorf("refused once on purpose")}
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.msgs = append(q.msgs, msgs...)
+	return nil
+}
+
+// exampleRequest builds a GET of e from its declared examples.
+func exampleRequest(e *registry.Endpoint, base string) (string, bool) {
+	path := e.Path()
+	q := url.Values{}
+	for _, p := range e.Params {
+		if p.Example == "" {
+			if p.Required {
+				return "", false
+			}
+			continue
+		}
+		if strings.Contains(path, "{"+p.Name+"}") {
+			path = strings.ReplaceAll(path, "{"+p.Name+"}", url.PathEscape(p.Example))
+			continue
+		}
+		q.Set(p.Name, p.Example)
+	}
+	if strings.Contains(path, "{") {
+		return "", false
+	}
+	if base != "" {
+		path = base + strings.TrimPrefix(path, "/v1")
+	}
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	return path, true
+}
+
+type caller struct {
+	t       *testing.T
+	handler http.Handler
+	flush   func()
+}
+
+func (c caller) do(method, target string, body any, headers ...string) (int, []byte) {
+	c.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	r := httptest.NewRequest(method, target, rd)
+	for i := 0; i+1 < len(headers); i += 2 {
+		r.Header.Set(headers[i], headers[i+1])
+	}
+	w := httptest.NewRecorder()
+	c.handler.ServeHTTP(w, r)
+	c.flush() // as the after-invocation extension does in Lambda
+	if w.Code >= 500 && w.Code != http.StatusNotImplemented && w.Code != http.StatusBadGateway && w.Code != http.StatusServiceUnavailable && w.Code != http.StatusGatewayTimeout {
+		c.t.Errorf("%s %s: %d %s", method, target, w.Code, w.Body.String())
+	}
+	return w.Code, w.Body.Bytes()
+}
+
+func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs DynamoDB Local")
+	}
+	f := newFixture(t)
+	ctx := context.Background()
+	logger := slog.New(slog.DiscardHandler)
+	reg := registry.Default()
+
+	t.Setenv(app.EnvUpstreamFixtures, filepath.Join(repoRoot(t), "testdata", "upstream"))
+	replayURL, stopReplay, err := app.StartReplay(logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopReplay()
+	noSecrets := func(string) (string, bool) { return "", false }
+
+	acct, consoleToken, err := pipeline.CreateAccount(ctx, f.plain, 100_000, "req_setup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, k := auth.NewKey(acct.ID, "infra-test", nil)
+	if k, err = f.plain.CreateFirstKey(ctx, k); err != nil {
+		t.Fatal(err)
+	}
+	const adminToken = "op-infra-test"
+	var emitted []queue.Message
+	var seq atomic.Int64
+	idem := func() string { return fmt.Sprintf("idem-%d", seq.Add(1)) }
+
+	for _, family := range registry.Families {
+		t.Run(string(family), func(t *testing.T) {
+			rec := newRecorder()
+			st := dynamostore.New(f.client(rec), f.table)
+			q := &capturingQueue{}
+			emitter := &usage.Emitter{Queue: q, Outbox: st, Logger: logger}
+			deps := app.Deps{
+				Store: st, Throttle: auth.NewThrottle(10_000),
+				Upstream: app.NewUpstream(logger, noSecrets, replayURL),
+				Events:   emitter, AdminToken: adminToken,
+			}
+			h := gateway.Local(reg.Routes(), map[registry.Family]gateway.EventHandler{family: app.Function(family, logger, deps)}, logger, "")
+			c := caller{t: t, handler: h, flush: func() { _ = emitter.Flush(ctx) }}
+			apiKey := []string{"x-api-key", key}
+			requests := 0
+			for _, e := range reg.Endpoints() {
+				if e.Family != family || e.RetiredFor != "" || (e.Method != "" && e.Method != http.MethodGet) {
+					continue
+				}
+				target, ok := exampleRequest(e, "")
+				if !ok {
+					continue
+				}
+				c.do(http.MethodGet, target, nil, append(apiKey, "Idempotency-Key", idem())...)
+				c.do(http.MethodGet, target, nil, apiKey...) // a cache hit, or the same again
+				sep := "?"
+				if strings.Contains(target, "?") {
+					sep = "&"
+				}
+				c.do(http.MethodGet, target+sep+"dry_run=1", nil, apiKey...)
+				requests += 3
+			}
+			switch family {
+			case registry.Service:
+				c.do(http.MethodGet, "/v1/credits/transactions", nil, apiKey...)
+				c.do(http.MethodGet, "/v1/status", nil, apiKey...)
+				c.do(http.MethodGet, "/openapi.json", nil)
+				bearer := []string{"authorization", "Bearer " + consoleToken}
+				c.do(http.MethodGet, "/console/overview", nil, bearer...)
+				code, body := c.do(http.MethodPost, "/console/keys", map[string]any{"name": "ci", "credit_limit": 30}, bearer...)
+				var created struct {
+					Data struct {
+						ID  string `json:"id"`
+						Key struct {
+							ID string `json:"id"`
+						} `json:"key"`
+					} `json:"data"`
+					ID string `json:"id"`
+				}
+				_ = json.Unmarshal(body, &created)
+				id := created.Data.ID
+				if id == "" {
+					id = created.Data.Key.ID
+				}
+				if id == "" {
+					id = created.ID
+				}
+				if code == http.StatusCreated && id != "" {
+					c.do(http.MethodPatch, "/console/keys/"+id, map[string]any{"name": "ci2", "credit_limit": 40}, bearer...)
+					c.do(http.MethodPost, "/console/keys/"+id+"/revoke", nil, bearer...)
+					c.do(http.MethodPost, "/console/keys/"+id+"/reactivate", nil, bearer...)
+					c.do(http.MethodDelete, "/console/keys/"+id, nil, bearer...)
+				} else {
+					t.Errorf("console key not created: %d %s", code, body)
+				}
+				c.do(http.MethodGet, "/console/keys", nil, bearer...)
+				admin := []string{"x-admin-token", adminToken}
+				code, body = c.do(http.MethodPost, "/admin/accounts", map[string]any{"credits": 5}, admin...)
+				var account struct {
+					AccountID string `json:"account_id"`
+				}
+				_ = json.Unmarshal(body, &account)
+				if aid := account.AccountID; code == http.StatusCreated && aid != "" {
+					c.do(http.MethodPost, "/admin/accounts/"+aid+"/credits", map[string]any{"amount": 10, "note": "infra test"}, admin...)
+				} else {
+					t.Errorf("admin account not created: %d %s", code, body)
+				}
+			case registry.Batch:
+				var items []map[string]any
+				for _, e := range reg.Endpoints() {
+					if e.Kind != registry.Data || len(items) == pipeline.MaxBatchItems {
+						continue
+					}
+					if target, ok := exampleRequest(e, ""); ok && !strings.Contains(e.ID, "{") {
+						u, _ := url.Parse(target)
+						params := map[string]any{}
+						for k, v := range u.Query() {
+							params[k] = v[0]
+						}
+						items = append(items, map[string]any{"platform": e.Platform, "endpoint": e.ID, "params": params})
+					}
+				}
+				c.do(http.MethodPost, "/v1/batch", map[string]any{"requests": items}, apiKey...)
+			case registry.Sandbox:
+				c.do(http.MethodGet, "/sandbox", nil, apiKey...)
+				for _, e := range reg.Endpoints() {
+					if e.Kind == registry.Data && e.RetiredFor == "" {
+						if target, ok := exampleRequest(e, "/sandbox"); ok {
+							c.do(http.MethodGet, target, nil, append(apiKey, "Idempotency-Key", idem())...)
+						}
+					}
+				}
+			case registry.MCP:
+				mcpHeaders := append(apiKey, "accept", "application/json, text/event-stream", "content-type", "application/json")
+				c.do(http.MethodPost, "/mcp", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
+					"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "infra-test", "version": "1"},
+				}}, mcpHeaders...)
+				for i, e := range reg.Endpoints() {
+					if e.Kind != registry.Data || e.RetiredFor != "" {
+						continue
+					}
+					target, ok := exampleRequest(e, "")
+					if !ok {
+						continue
+					}
+					u, _ := url.Parse(target)
+					args := map[string]any{}
+					for k, v := range u.Query() {
+						args[k] = v[0]
+					}
+					c.do(http.MethodPost, "/mcp", map[string]any{"jsonrpc": "2.0", "id": i + 2, "method": "tools/call",
+						"params": map[string]any{"name": mcpserver.Name(e), "arguments": args}}, mcpHeaders...)
+				}
+			}
+			if requests == 0 && family != registry.Batch && family != registry.MCP && family != registry.Sandbox {
+				t.Errorf("no requests for %s", family)
+			}
+			// The outbox was written (the first send was refused) and drained.
+			c.flush()
+			got, gotIndex := rec.actions()
+			want, wantIndex := stack.TableActions(string(family))
+			for _, a := range got {
+				if !slices.Contains(want, a) {
+					t.Errorf("%s called %s, which its policy does not grant (granted: %v)", family, a, want)
+				}
+			}
+			for _, a := range gotIndex {
+				if !slices.Contains(wantIndex, a) {
+					t.Errorf("%s called %s on the leases index, which its policy does not grant", family, a)
+				}
+			}
+			t.Logf("%s used %v (index %v); granted %v", family, got, gotIndex, want)
+			q.mu.Lock()
+			emitted = append(emitted, q.msgs...)
+			q.mu.Unlock()
+		})
+	}
+
+	t.Run(stack.WorkerName, func(t *testing.T) {
+		rec := newRecorder()
+		st := dynamostore.New(f.client(rec), f.table)
+		w := &usage.Worker{Store: st, Outcomes: st, Outbox: st, Logger: logger}
+		// Reservations to reconcile: one refunded, one settled, by message.
+		msgs := append([]queue.Message{}, emitted...)
+		for i, action := range []string{usage.Refund, usage.Settle} {
+			reqID := fmt.Sprintf("req_infra_%d_%d", time.Now().UnixNano(), i)
+			if _, err := f.plain.Reserve(ctx, store.Charge{RequestID: reqID, AccountID: acct.ID, KeyID: k.ID, KeyPrefix: k.Prefix,
+				Endpoint: "/v1/company_registry/search", Cost: 1}); err != nil {
+				t.Fatal(err)
+			}
+			msgs = append(msgs, usage.ReconcileMessage(usage.Reconciliation{Action: action, AccountID: acct.ID, RequestID: reqID, At: time.Now()}))
+		}
+		if len(msgs) < 3 {
+			t.Fatalf("the functions emitted %d messages", len(msgs))
+		}
+		ev := events.SQSEvent{}
+		for _, m := range msgs {
+			ev.Records = append(ev.Records, events.SQSMessage{MessageId: m.ID, Body: string(m.Body), EventSource: "aws:sqs"})
+		}
+		for start := 0; start < len(ev.Records); start += 10 {
+			end := min(start+10, len(ev.Records))
+			resp, err := w.HandleSQS(ctx, events.SQSEvent{Records: ev.Records[start:end]})
+			if err != nil || len(resp.BatchItemFailures) > 0 {
+				t.Errorf("worker batch: %v, failures %v", err, resp.BatchItemFailures)
+			}
+		}
+		// An outbox message for the scheduled run to apply.
+		if err := f.plain.PutOutbox(ctx, []store.OutboxMessage{{ID: msgs[0].ID + "-outbox", Body: msgs[0].Body, CreatedAt: time.Now()}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Sweep(ctx); err != nil {
+			t.Errorf("sweep: %v", err)
+		}
+		got, gotIndex := rec.actions()
+		want, wantIndex := stack.TableActions(stack.WorkerName)
+		for _, a := range got {
+			if !slices.Contains(want, a) {
+				t.Errorf("the worker called %s, which its policy does not grant (granted: %v)", a, want)
+			}
+		}
+		for _, a := range gotIndex {
+			if !slices.Contains(wantIndex, a) {
+				t.Errorf("the worker called %s on the leases index, which its policy does not grant", a)
+			}
+		}
+		if !slices.Contains(gotIndex, "dynamodb:Query") {
+			t.Error("the sweep did not query the leases index")
+		}
+		t.Logf("worker used %v (index %v); granted %v %v", got, gotIndex, want, wantIndex)
+	})
+}

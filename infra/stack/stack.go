@@ -1,0 +1,519 @@
+package stack
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2authorizers"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/meridian-data/meridian/shared/app"
+	"github.com/meridian-data/meridian/shared/registry"
+	"github.com/meridian-data/meridian/shared/store/dynamostore"
+)
+
+// AdminPrefix is the operator API's path prefix: its routes are
+// IAM-authorized (SigV4) in front of the application's x-admin-token.
+const AdminPrefix = "/admin"
+
+// IsAdminRoute says whether a registry route belongs to the operator API.
+func IsAdminRoute(r registry.Route) bool {
+	return r.Path == AdminPrefix || strings.HasPrefix(r.Path, AdminPrefix+"/")
+}
+
+// Meridian is the deployed system, with handles for tests.
+type Meridian struct {
+	Stack     awscdk.Stack
+	Config    Config
+	Functions map[string]awslambda.Function
+	Roles     map[string]awsiam.Role
+	LogGroups map[string]awslogs.LogGroup
+	URLs      map[string]awslambda.FunctionUrl
+	Api       awsapigatewayv2.HttpApi
+	ApiStage  awsapigatewayv2.HttpStage
+	Table     awsdynamodb.Table
+	Queue     awssqs.Queue
+	DLQ       awssqs.Queue
+	Secret    awssecretsmanager.ISecret
+	// SecretReaders are the functions given the secret, with reasons.
+	SecretReaders map[string][]string
+}
+
+// New builds the stack. The stage's settings come from cfg (see
+// ConfigFromContext); nothing stage-specific is decided elsewhere.
+func New(scope constructs.Construct, cfg Config, props *awscdk.StackProps) *Meridian {
+	if props == nil {
+		props = &awscdk.StackProps{}
+	}
+	if props.Description == nil {
+		props.Description = jsii.String("Meridian (" + cfg.Stage + "): credit-metered public data API")
+	}
+	st := awscdk.NewStack(scope, jsii.String(StackName(cfg.Stage)), props)
+	awscdk.Tags_Of(st).Add(jsii.String("project"), jsii.String("meridian"), nil)
+	awscdk.Tags_Of(st).Add(jsii.String("stage"), jsii.String(cfg.Stage), nil)
+
+	reg := registry.Default()
+	m := &Meridian{
+		Stack: st, Config: cfg,
+		Functions: map[string]awslambda.Function{}, Roles: map[string]awsiam.Role{},
+		LogGroups: map[string]awslogs.LogGroup{}, URLs: map[string]awslambda.FunctionUrl{},
+		SecretReaders: SecretReaders(reg),
+	}
+	m.table()
+	m.queues()
+	m.secret()
+	for _, name := range Functions() {
+		m.function(name)
+	}
+	m.api(reg)
+	m.streaming(reg)
+	m.worker()
+	m.alarms()
+	m.operatorPolicy()
+	m.suppressions()
+	return m
+}
+
+func (m *Meridian) out(id, value, description string) {
+	awscdk.NewCfnOutput(m.Stack, jsii.String(id), &awscdk.CfnOutputProps{
+		Value: jsii.String(value), Description: jsii.String(description),
+	})
+}
+
+// table declares exactly dynamostore.Schema: keys, attribute types,
+// billing mode and the global secondary indexes, with TTL on
+// dynamostore.AttrExpiresAt (which CreateTableInput cannot carry).
+func (m *Meridian) table() {
+	schema := dynamostore.Schema("")
+	types := map[string]awsdynamodb.AttributeType{}
+	for _, d := range schema.AttributeDefinitions {
+		switch d.AttributeType {
+		case "S":
+			types[*d.AttributeName] = awsdynamodb.AttributeType_STRING
+		case "N":
+			types[*d.AttributeName] = awsdynamodb.AttributeType_NUMBER
+		case "B":
+			types[*d.AttributeName] = awsdynamodb.AttributeType_BINARY
+		default:
+			panic(fmt.Sprintf("dynamostore.Schema: attribute %s has type %q", *d.AttributeName, d.AttributeType))
+		}
+	}
+	keys := func(elems []ddbKey) (pk, sk *awsdynamodb.Attribute) {
+		for _, e := range elems {
+			a := &awsdynamodb.Attribute{Name: jsii.String(e.name), Type: types[e.name]}
+			if e.hash {
+				pk = a
+			} else {
+				sk = a
+			}
+		}
+		return pk, sk
+	}
+	if schema.BillingMode != "PAY_PER_REQUEST" {
+		panic("dynamostore.Schema: only on-demand billing is deployed")
+	}
+	pk, sk := keys(keySchema(schema.KeySchema))
+	m.Table = awsdynamodb.NewTable(m.Stack, jsii.String("Table"), &awsdynamodb.TableProps{
+		PartitionKey:        pk,
+		SortKey:             sk,
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		TimeToLiveAttribute: jsii.String(dynamostore.AttrExpiresAt),
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		DeletionProtection: jsii.Bool(m.Config.Prod),
+		RemovalPolicy:      m.Config.removal(),
+	})
+	for _, g := range schema.GlobalSecondaryIndexes {
+		gpk, gsk := keys(keySchema(g.KeySchema))
+		var projection awsdynamodb.ProjectionType
+		switch g.Projection.ProjectionType {
+		case "KEYS_ONLY":
+			projection = awsdynamodb.ProjectionType_KEYS_ONLY
+		case "ALL":
+			projection = awsdynamodb.ProjectionType_ALL
+		default:
+			panic(fmt.Sprintf("dynamostore.Schema: index %s: projection %q is not deployed", *g.IndexName, g.Projection.ProjectionType))
+		}
+		m.Table.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+			IndexName: g.IndexName, PartitionKey: gpk, SortKey: gsk, ProjectionType: projection,
+		})
+	}
+	m.out("TableName", *m.Table.TableName(), "DynamoDB table (MERIDIAN_TABLE)")
+}
+
+// queues: the usage queue (usage events and reconciliations) and its
+// dead-letter queue, both SQS-encrypted and SSL-only.
+func (m *Meridian) queues() {
+	m.DLQ = awssqs.NewQueue(m.Stack, jsii.String("DeadLetterQueue"), &awssqs.QueueProps{
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: duration(QueueRetention),
+	})
+	m.Queue = awssqs.NewQueue(m.Stack, jsii.String("Queue"), &awssqs.QueueProps{
+		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		RetentionPeriod:   duration(QueueRetention),
+		VisibilityTimeout: duration(VisibilityTimeout),
+		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: m.DLQ, MaxReceiveCount: jsii.Number(MaxReceiveCount)},
+	})
+	m.out("QueueUrl", *m.Queue.QueueUrl(), "SQS queue of usage events and reconciliations (MERIDIAN_QUEUE_URL)")
+	m.out("DeadLetterQueueUrl", *m.DLQ.QueueUrl(), "Messages the worker could not apply after "+fmt.Sprint(MaxReceiveCount)+" receives")
+}
+
+// secret: the JSON object of upstream credentials and the operator token.
+// Created with a generated MERIDIAN_ADMIN_TOKEN (operators add the
+// upstream keys), or an existing secret named by upstreamSecretName.
+func (m *Meridian) secret() {
+	if name := m.Config.UpstreamSecretName; name != "" {
+		m.Secret = awssecretsmanager.Secret_FromSecretNameV2(m.Stack, jsii.String("UpstreamSecret"), jsii.String(name))
+	} else {
+		m.Secret = awssecretsmanager.NewSecret(m.Stack, jsii.String("UpstreamSecret"), &awssecretsmanager.SecretProps{
+			Description: jsii.String("Meridian " + m.Config.Stage + ": upstream credentials and the operator token, one JSON object"),
+			GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
+				SecretStringTemplate: jsii.String("{}"),
+				GenerateStringKey:    jsii.String(app.EnvAdminToken),
+				ExcludePunctuation:   jsii.Bool(true),
+				PasswordLength:       jsii.Number(48),
+			},
+			RemovalPolicy: m.Config.removal(),
+		})
+	}
+	m.out("UpstreamSecretArn", *m.Secret.SecretArn(), "Secrets Manager secret (MERIDIAN_UPSTREAM_SECRET): a JSON object of upstream variables and MERIDIAN_ADMIN_TOKEN")
+}
+
+// secretEnv is the value of MERIDIAN_UPSTREAM_SECRET.
+func (m *Meridian) secretEnv() string {
+	if m.Config.UpstreamSecretName != "" {
+		return m.Config.UpstreamSecretName
+	}
+	return *m.Secret.SecretArn()
+}
+
+var idPart = regexp.MustCompile(`[^A-Za-z0-9]+`)
+
+// cid turns a function name into a construct id part: "worker" -> "Worker".
+func cid(name string) string {
+	var b strings.Builder
+	for _, p := range idPart.Split(name, -1) {
+		if p != "" {
+			b.WriteString(strings.ToUpper(p[:1]) + p[1:])
+		}
+	}
+	return b.String()
+}
+
+// function declares one Lambda function with its own role, log group and
+// least-privilege policy.
+func (m *Meridian) function(name string) {
+	id := cid(name)
+	logs := awslogs.NewLogGroup(m.Stack, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
+		Retention:     m.Config.LogRetention,
+		RemovalPolicy: m.Config.removal(),
+	})
+	role := awsiam.NewRole(m.Stack, jsii.String(id+"Role"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String("Meridian " + m.Config.Stage + " function " + name),
+	})
+	env := map[string]*string{
+		app.EnvTable:    m.Table.TableName(),
+		app.EnvLogLevel: jsii.String(m.Config.LogLevel),
+	}
+	if slices.Contains(QueueActions(name), "sqs:SendMessage") { // the worker consumes only
+		env[app.EnvQueueURL] = m.Queue.QueueUrl()
+	}
+	if m.Config.FairUse != "" {
+		env[app.EnvFairUse] = jsii.String(m.Config.FairUse)
+	}
+	if m.Config.ErrorsURL != "" {
+		env[app.EnvErrorsURL] = jsii.String(m.Config.ErrorsURL)
+	}
+	if _, ok := m.SecretReaders[name]; ok {
+		env[app.EnvUpstreamSecret] = jsii.String(m.secretEnv())
+	}
+	props := &awslambda.FunctionProps{
+		Description:  jsii.String(describe(name)),
+		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture: awslambda.Architecture_ARM_64(),
+		Handler:      jsii.String("bootstrap"),
+		Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(m.Config.BuildDir, name)), nil),
+		MemorySize:   jsii.Number(Memory(name)),
+		Timeout:      duration(Timeout(name)),
+		Role:         role,
+		Environment:  &env,
+		LogGroup:     logs,
+		// The functions write JSON lines (log/slog); Lambda's own lines
+		// (START, END, REPORT) become JSON too, and Lambda filters at the
+		// same level as MERIDIAN_LOG_LEVEL.
+		LoggingFormat:         awslambda.LoggingFormat_JSON,
+		ApplicationLogLevelV2: applicationLogLevel(m.Config.LogLevel),
+		SystemLogLevelV2:      awslambda.SystemLogLevel_INFO,
+	}
+	if n, ok := m.Config.ReservedConcurrency[name]; ok {
+		props.ReservedConcurrentExecutions = jsii.Number(n)
+	}
+	fn := awslambda.NewFunction(m.Stack, jsii.String(id+"Function"), props)
+	m.Functions[name], m.Roles[name], m.LogGroups[name] = fn, role, logs
+	m.grants(name, role, logs)
+}
+
+func describe(name string) string {
+	if name == WorkerName {
+		return "Meridian worker: usage events and reconciliations from SQS; every minute, the outbox and the sweep of expired reservations"
+	}
+	return "Meridian " + name + " family (API Gateway HTTP API, payload 2.0)"
+}
+
+func applicationLogLevel(level string) awslambda.ApplicationLogLevel {
+	switch level {
+	case "debug":
+		return awslambda.ApplicationLogLevel_DEBUG
+	case "warn":
+		return awslambda.ApplicationLogLevel_WARN
+	case "error":
+		return awslambda.ApplicationLogLevel_ERROR
+	}
+	return awslambda.ApplicationLogLevel_INFO
+}
+
+// Statement ids of the functions' policies.
+const (
+	SidLogs        = "WriteOwnLogs"
+	SidTable       = "Table"
+	SidLeaseIndex  = "LeaseIndex"
+	SidQueue       = "UsageQueue"
+	SidSecret      = "ReadUpstreamSecret"
+	SidOperatorApi = "InvokeOperatorApi"
+)
+
+// WildcardReasons explains every policy statement that carries a wildcard
+// in an action or a resource, by statement id. A test walks every policy
+// of the template and fails on a wildcard whose statement is not here.
+var WildcardReasons = map[string]string{
+	SidLogs: "Lambda creates the log streams of the function's own log group at run time, with names it " +
+		"chooses (date and instance); the resource is that one log group and its streams (log-group:NAME:*)",
+	SidSecret: "only when the secret is imported by name (upstreamSecretName): Secrets Manager appends six " +
+		"random characters to a secret's ARN, matched by -??????; a created secret is named by its full ARN",
+	SidOperatorApi: "the operator API is every method (*) of every path under /admin/ (a greedy route) of " +
+		"this API's $default stage; nothing else in the API",
+	SidKeyAdmin: "a key policy's Resource \"*\" is the key itself; this default statement lets the account's " +
+		"IAM policies manage the key (without it the key can become unmanageable)",
+	SidKeyAlarms: "a key policy's Resource \"*\" is the key itself; kms:GenerateDataKey* is what SNS asks of the " +
+		"key when CloudWatch publishes to the encrypted alarm topic (AWS documents this pair)",
+}
+
+// PermissionReasons explains the wildcards of the functions' resource
+// policies (AWS::Lambda::Permission), by principal.
+var PermissionReasons = map[string]string{
+	"apigateway.amazonaws.com": "API Gateway may invoke a route's function from any stage and for any method of " +
+		"that route (execute-api:API/*/*/PATH): the route itself fixes what reaches the function",
+	"*": "the streaming function URLs are public (AuthType NONE): callers are API clients holding Meridian API " +
+		"keys, which the pipeline checks exactly as behind API Gateway; the grant holds only through the " +
+		"function URL (lambda:FunctionUrlAuthType NONE, lambda:InvokedViaFunctionUrl)",
+}
+
+// DenyReason covers wildcards in Deny statements (the SSL-only queue and
+// topic policies): a Deny only takes permissions away.
+const DenyReason = "a Deny statement only takes permissions away: the SSL-only policies deny every action over plain HTTP"
+
+// grants writes the function's policy: its log group, the table actions of
+// TableActions, the queue actions of QueueActions, and the secret for
+// SecretReaders only.
+func (m *Meridian) grants(name string, role awsiam.Role, logs awslogs.LogGroup) {
+	st := m.Stack
+	add := func(sid string, actions []string, resources ...*string) {
+		if len(actions) == 0 {
+			return
+		}
+		role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid: jsii.String(sid), Effect: awsiam.Effect_ALLOW,
+			Actions: jsii.Strings(actions...), Resources: &resources,
+		}))
+	}
+	logStreams := awscdk.Fn_Join(jsii.String(""), &[]*string{
+		jsii.String("arn:"), st.Partition(), jsii.String(":logs:"), st.Region(), jsii.String(":"), st.Account(),
+		jsii.String(":log-group:"), logs.LogGroupName(), jsii.String(":*"),
+	})
+	add(SidLogs, []string{"logs:CreateLogStream", "logs:PutLogEvents"}, logStreams)
+	table, index := TableActions(name)
+	add(SidTable, table, m.Table.TableArn())
+	add(SidLeaseIndex, index, jsii.String(*m.Table.TableArn()+"/index/"+dynamostore.LeaseIndex))
+	add(SidQueue, QueueActions(name), m.Queue.QueueArn())
+	if _, ok := m.SecretReaders[name]; ok {
+		arn := m.Secret.SecretArn()
+		if m.Config.UpstreamSecretName != "" {
+			arn = awscdk.Fn_Join(jsii.String(""), &[]*string{
+				jsii.String("arn:"), st.Partition(), jsii.String(":secretsmanager:"), st.Region(), jsii.String(":"),
+				st.Account(), jsii.String(":secret:" + m.Config.UpstreamSecretName + "-??????"),
+			})
+		}
+		add(SidSecret, []string{"secretsmanager:GetSecretValue"}, arn)
+	}
+}
+
+// api declares the HTTP API: one route per registry route, each to its
+// family's function, /admin under IAM authorization, JSON access logs.
+func (m *Meridian) api(reg *registry.Registry) {
+	m.Api = awsapigatewayv2.NewHttpApi(m.Stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
+		ApiName:            jsii.String("meridian-" + m.Config.Stage),
+		Description:        jsii.String("Meridian " + m.Config.Stage + ": routes from registry.Default().Routes()"),
+		CreateDefaultStage: jsii.Bool(false),
+	})
+	accessLogs := awslogs.NewLogGroup(m.Stack, jsii.String("ApiAccessLogs"), &awslogs.LogGroupProps{
+		Retention:     m.Config.LogRetention,
+		RemovalPolicy: m.Config.removal(),
+	})
+	m.ApiStage = awsapigatewayv2.NewHttpStage(m.Stack, jsii.String("ApiStage"), &awsapigatewayv2.HttpStageProps{
+		HttpApi:    m.Api,
+		StageName:  jsii.String("$default"),
+		AutoDeploy: jsii.Bool(true),
+		Throttle: &awsapigatewayv2.ThrottleSettings{
+			RateLimit: jsii.Number(m.Config.ThrottleRate), BurstLimit: jsii.Number(m.Config.ThrottleBurst),
+		},
+	})
+	cfnStage := m.ApiStage.Node().DefaultChild().(awsapigatewayv2.CfnStage)
+	cfnStage.SetAccessLogSettings(&awsapigatewayv2.CfnStage_AccessLogSettingsProperty{
+		DestinationArn: accessLogs.LogGroupArn(),
+		Format:         jsii.String(AccessLogFormat),
+	})
+
+	integrations := map[registry.Family]awsapigatewayv2integrations.HttpLambdaIntegration{}
+	for _, f := range registry.Families {
+		integrations[f] = awsapigatewayv2integrations.NewHttpLambdaIntegration(
+			jsii.String(cid(string(f))+"Integration"), m.Functions[string(f)],
+			&awsapigatewayv2integrations.HttpLambdaIntegrationProps{
+				PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0(),
+			})
+	}
+	iam := awsapigatewayv2authorizers.NewHttpIamAuthorizer()
+	for _, r := range reg.Routes() {
+		integration, ok := integrations[r.Family]
+		if !ok {
+			panic(fmt.Sprintf("route %s %s: family %q has no function", r.Method, r.Path, r.Family))
+		}
+		props := &awsapigatewayv2.HttpRouteProps{HttpApi: m.Api, Integration: integration}
+		if r.Path == registry.DefaultRoute {
+			props.RouteKey = awsapigatewayv2.HttpRouteKey_DEFAULT()
+		} else {
+			props.RouteKey = awsapigatewayv2.HttpRouteKey_With(jsii.String(r.Path), httpMethod(r.Method))
+		}
+		if IsAdminRoute(r) {
+			props.Authorizer = iam
+		}
+		awsapigatewayv2.NewHttpRoute(m.Stack, jsii.String(RouteID(r)), props)
+	}
+	m.out("ApiUrl", *m.ApiStage.Url(), "HTTP API base URL")
+}
+
+// AccessLogFormat is the API's access log line: JSON, no query string,
+// no headers and the route key rather than the path, so a key sent by
+// mistake in a URL never reaches the logs (the functions log the path
+// redacted).
+const AccessLogFormat = `{"requestId":"$context.requestId","time":"$context.requestTime",` +
+	`"ip":"$context.identity.sourceIp","method":"$context.httpMethod","routeKey":"$context.routeKey",` +
+	`"status":"$context.status","protocol":"$context.protocol","responseLength":"$context.responseLength",` +
+	`"latencyMs":"$context.responseLatency","integrationStatus":"$context.integrationStatus",` +
+	`"integrationLatencyMs":"$context.integrationLatency","integrationError":"$context.integrationErrorMessage",` +
+	`"iamUser":"$context.identity.userArn"}`
+
+// RouteID is a route's construct id, stable across deployments.
+func RouteID(r registry.Route) string {
+	if r.Path == registry.DefaultRoute {
+		return "RouteDefault"
+	}
+	return "Route" + cid(strings.ToLower(r.Method)) + cid(strings.ReplaceAll(r.Path, "{proxy+}", "proxy"))
+}
+
+func httpMethod(m string) awsapigatewayv2.HttpMethod {
+	switch m {
+	case "ANY":
+		return awsapigatewayv2.HttpMethod_ANY
+	case "GET":
+		return awsapigatewayv2.HttpMethod_GET
+	case "POST":
+		return awsapigatewayv2.HttpMethod_POST
+	case "PUT":
+		return awsapigatewayv2.HttpMethod_PUT
+	case "PATCH":
+		return awsapigatewayv2.HttpMethod_PATCH
+	case "DELETE":
+		return awsapigatewayv2.HttpMethod_DELETE
+	case "HEAD":
+		return awsapigatewayv2.HttpMethod_HEAD
+	case "OPTIONS":
+		return awsapigatewayv2.HttpMethod_OPTIONS
+	}
+	panic("registry route with method " + m)
+}
+
+// streaming gives the streaming families a function URL with response
+// streaming (API Gateway HTTP APIs buffer responses). AuthType NONE: the
+// callers are API clients with Meridian API keys, which the pipeline
+// checks exactly as behind API Gateway; SigV4 (AWS_IAM) would require
+// AWS credentials of every customer.
+func (m *Meridian) streaming(reg *registry.Registry) {
+	for _, name := range StreamingFunctions(reg) {
+		url := m.Functions[name].AddFunctionUrl(&awslambda.FunctionUrlOptions{
+			AuthType:   awslambda.FunctionUrlAuthType_NONE,
+			InvokeMode: awslambda.InvokeMode_RESPONSE_STREAM,
+		})
+		m.URLs[name] = url
+		m.out(cid(name)+"StreamUrl", *url.Url(), "Streaming base URL of the "+name+" function (Lambda function URL, RESPONSE_STREAM)")
+	}
+}
+
+// worker wires the worker: the queue's event source mapping with partial
+// batch responses, and the scheduled sweep.
+func (m *Meridian) worker() {
+	fn, role := m.Functions[WorkerName], m.Roles[WorkerName]
+	esm := awslambda.NewEventSourceMapping(m.Stack, jsii.String("WorkerQueueMapping"), &awslambda.EventSourceMappingProps{
+		Target:                  fn,
+		EventSourceArn:          m.Queue.QueueArn(),
+		BatchSize:               jsii.Number(10),
+		ReportBatchItemFailures: jsii.Bool(true),
+		MaxConcurrency:          jsii.Number(m.Config.WorkerMaxConcurrency),
+	})
+	// Lambda checks the role can poll the queue when the mapping is created.
+	if p := role.Node().TryFindChild(jsii.String("DefaultPolicy")); p != nil {
+		esm.Node().AddDependency(p)
+	}
+	rule := awsevents.NewRule(m.Stack, jsii.String("SweepSchedule"), &awsevents.RuleProps{
+		Description: jsii.String("Meridian " + m.Config.Stage + ": the worker's sweep of expired reservations and the outbox"),
+		Schedule:    awsevents.Schedule_Rate(duration(SweepEvery)),
+	})
+	rule.AddTarget(awseventstargets.NewLambdaFunction(fn, &awseventstargets.LambdaFunctionProps{
+		// The next run comes a minute later; a missed one is not retried.
+		RetryAttempts: jsii.Number(0),
+		MaxEventAge:   duration(SweepEvery),
+	}))
+}
+
+// operatorPolicy is a managed policy operators attach to their IAM user or
+// role to call the operator API (SigV4).
+func (m *Meridian) operatorPolicy() {
+	p := awsiam.NewManagedPolicy(m.Stack, jsii.String("OperatorPolicy"), &awsiam.ManagedPolicyProps{
+		Description: jsii.String("Meridian " + m.Config.Stage + ": call the operator API (/admin) with SigV4"),
+		Statements: &[]awsiam.PolicyStatement{awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String(SidOperatorApi),
+			Effect:    awsiam.Effect_ALLOW,
+			Actions:   jsii.Strings("execute-api:Invoke"),
+			Resources: jsii.Strings(*m.Api.ArnForExecuteApi(jsii.String("*"), jsii.String(AdminPrefix+"/*"), jsii.String("$default"))),
+		})},
+	})
+	m.out("OperatorPolicyArn", *p.ManagedPolicyArn(), "Attach to the operators' IAM identities: execute-api:Invoke on /admin/*")
+}

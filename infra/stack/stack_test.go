@@ -1,0 +1,867 @@
+package stack_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/cxapi"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/meridian-data/meridian/infra/stack"
+	"github.com/meridian-data/meridian/shared/registry"
+	"github.com/meridian-data/meridian/shared/store/dynamostore"
+	"github.com/meridian-data/meridian/shared/upstream"
+)
+
+func stacks() map[string]*synthesized {
+	return map[string]*synthesized{"dev": dev, "prod": prod, "imported-secret": imported}
+}
+
+// Every registry route exists once, with its method and path, and its
+// integration invokes its family's function (payload 2.0); /admin routes
+// are IAM-authorized and no other route is; nothing else is routed.
+func TestRoutesComeFromTheRegistry(t *testing.T) {
+	s := dev
+	routes := registry.Default().Routes()
+	byKey := map[string]resource{}
+	for _, r := range s.ofType("AWS::ApiGatewayV2::Route") {
+		key, _ := r.Properties["RouteKey"].(string)
+		if _, dup := byKey[key]; dup {
+			t.Errorf("route %q declared twice", key)
+		}
+		byKey[key] = r
+	}
+	if len(byKey) != len(routes) {
+		t.Errorf("%d API routes, the registry has %d", len(byKey), len(routes))
+	}
+	apiID, _ := s.byPath(t, "Api/Resource")
+	integrations := s.ofType("AWS::ApiGatewayV2::Integration")
+	permissions := s.ofType("AWS::Lambda::Permission")
+	for _, rt := range routes {
+		key := rt.Method + " " + rt.Path
+		if rt.Path == registry.DefaultRoute {
+			key = registry.DefaultRoute
+		}
+		r, ok := byKey[key]
+		if !ok {
+			t.Errorf("registry route %q has no API route", key)
+			continue
+		}
+		if ref(r.Properties["ApiId"]) != apiID {
+			t.Errorf("%s: not on the API", key)
+		}
+		target := literals(r.Properties["Target"])
+		var integrationID string
+		if j, ok := r.Properties["Target"].(map[string]any)["Fn::Join"].([]any); ok && len(j) == 2 {
+			parts, _ := j[1].([]any)
+			if len(parts) == 2 && parts[0] == "integrations/" {
+				integrationID = ref(parts[1])
+			}
+		}
+		integration, ok := integrations[integrationID]
+		if !ok {
+			t.Errorf("%s: target %v is not an integration", key, target)
+			continue
+		}
+		fnID := s.functionID(t, string(rt.Family))
+		if got := getAtt(integration.Properties["IntegrationUri"], "Arn"); got != fnID {
+			t.Errorf("%s: integration invokes %s, want the %s function %s", key, got, rt.Family, fnID)
+		}
+		if integration.Properties["IntegrationType"] != "AWS_PROXY" || integration.Properties["PayloadFormatVersion"] != "2.0" {
+			t.Errorf("%s: integration %v/%v, want AWS_PROXY with payload 2.0", key,
+				integration.Properties["IntegrationType"], integration.Properties["PayloadFormatVersion"])
+		}
+		auth, _ := r.Properties["AuthorizationType"].(string)
+		if stack.IsAdminRoute(rt) != (auth == "AWS_IAM") {
+			t.Errorf("%s: authorization %q (admin route: %v)", key, auth, stack.IsAdminRoute(rt))
+		}
+		// API Gateway may invoke the function for this route.
+		suffix := "/*/*" + rt.Path
+		if rt.Path == registry.DefaultRoute {
+			suffix = "/*/*"
+		}
+		found := false
+		for _, p := range permissions {
+			lit := literals(p.Properties["SourceArn"])
+			if p.Properties["Principal"] == "apigateway.amazonaws.com" && getAtt(p.Properties["FunctionName"], "Arn") == fnID &&
+				len(lit) > 0 && lit[len(lit)-1] == suffix {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: no permission for API Gateway to invoke the %s function", key, rt.Family)
+		}
+	}
+	// Every family's function serves at least one route.
+	for _, f := range registry.Families {
+		if !slices.ContainsFunc(routes, func(r registry.Route) bool { return r.Family == f }) {
+			t.Errorf("family %s has no route", f)
+		}
+	}
+}
+
+func TestAdminRoutesAreIAMAuthorized(t *testing.T) {
+	n := 0
+	for _, r := range registry.Default().Routes() {
+		if stack.IsAdminRoute(r) {
+			n++
+			assertNoPanic(t, r.Path, func() {
+				dev.assertion.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), &map[string]any{
+					"RouteKey": r.Method + " " + r.Path, "AuthorizationType": "AWS_IAM",
+				})
+			})
+		}
+	}
+	if n == 0 {
+		t.Fatal("the registry has no /admin route")
+	}
+	// The operator policy allows exactly invoking /admin/* on the $default stage.
+	_, p := dev.byPath(t, "OperatorPolicy/Resource")
+	doc := p.Properties["PolicyDocument"].(map[string]any)
+	st := doc["Statement"].([]any)
+	if len(st) != 1 {
+		t.Fatalf("operator policy: %d statements", len(st))
+	}
+	s := st[0].(map[string]any)
+	lit := literals(s["Resource"])
+	if !equalStrings(strs(s["Action"]), []string{"execute-api:Invoke"}) || lit[len(lit)-1] != "/$default/*/admin/*" {
+		t.Errorf("operator policy statement %v", s)
+	}
+}
+
+func TestAccessLogging(t *testing.T) {
+	_, stage := dev.byPath(t, "ApiStage/Resource")
+	if stage.Properties["StageName"] != "$default" || stage.Properties["AutoDeploy"] != true {
+		t.Errorf("stage %v", stage.Properties)
+	}
+	als, _ := stage.Properties["AccessLogSettings"].(map[string]any)
+	logsID, logs := dev.byPath(t, "ApiAccessLogs/Resource")
+	if getAtt(als["DestinationArn"], "Arn") != logsID {
+		t.Errorf("access logs go to %v, want %s", als["DestinationArn"], logsID)
+	}
+	var line map[string]string
+	if err := json.Unmarshal([]byte(als["Format"].(string)), &line); err != nil {
+		t.Fatalf("access log format is not JSON: %v", err)
+	}
+	for _, field := range []string{"requestId", "routeKey", "status", "integrationError"} {
+		if line[field] == "" {
+			t.Errorf("access log line lacks %s", field)
+		}
+	}
+	for _, v := range line {
+		if strings.Contains(v, "$context.path") || strings.Contains(v, "querystring") || strings.Contains(v, "header") {
+			t.Errorf("access log records %s: a key sent by mistake could be logged", v)
+		}
+	}
+	if logs.Properties["RetentionInDays"] != float64(7) {
+		t.Errorf("access log retention %v", logs.Properties["RetentionInDays"])
+	}
+	settings, _ := stage.Properties["DefaultRouteSettings"].(map[string]any)
+	if settings["ThrottlingRateLimit"] == nil || settings["ThrottlingBurstLimit"] == nil {
+		t.Errorf("stage throttling %v", settings)
+	}
+}
+
+// The table is exactly dynamostore.Schema, with TTL and PITR; prod adds
+// deletion protection and RETAIN.
+func TestTableMatchesSchema(t *testing.T) {
+	for name, s := range stacks() {
+		t.Run(name, func(t *testing.T) {
+			tables := s.ofType("AWS::DynamoDB::Table")
+			if len(tables) != 1 {
+				t.Fatalf("%d tables", len(tables))
+			}
+			var table resource
+			for _, r := range tables {
+				table = r
+			}
+			schema := dynamostore.Schema("ignored")
+			want := map[string]any{
+				"BillingMode":          string(schema.BillingMode),
+				"AttributeDefinitions": schema.AttributeDefinitions,
+				"KeySchema":            schema.KeySchema,
+				"GlobalSecondaryIndexes": func() []map[string]any {
+					var out []map[string]any
+					for _, g := range schema.GlobalSecondaryIndexes {
+						out = append(out, map[string]any{
+							"IndexName": g.IndexName, "KeySchema": g.KeySchema,
+							"Projection": map[string]any{"ProjectionType": g.Projection.ProjectionType},
+						})
+					}
+					return out
+				}(),
+			}
+			for field, w := range want {
+				if a, b := canonical(t, table.Properties[field]), canonical(t, w); a != b {
+					t.Errorf("%s:\n got %s\nwant %s", field, a, b)
+				}
+			}
+			if table.Properties["ProvisionedThroughput"] != nil {
+				t.Error("table has provisioned throughput")
+			}
+			ttl, _ := table.Properties["TimeToLiveSpecification"].(map[string]any)
+			if ttl["AttributeName"] != dynamostore.AttrExpiresAt || ttl["Enabled"] != true {
+				t.Errorf("TTL %v, want %s enabled", ttl, dynamostore.AttrExpiresAt)
+			}
+			pitr, _ := table.Properties["PointInTimeRecoverySpecification"].(map[string]any)
+			if pitr["PointInTimeRecoveryEnabled"] != true {
+				t.Errorf("PITR %v", pitr)
+			}
+			prod := s.m.Config.Prod
+			if table.Properties["DeletionProtectionEnabled"] != prod {
+				t.Errorf("deletion protection %v in %s", table.Properties["DeletionProtectionEnabled"], name)
+			}
+			policy := map[bool]string{true: "Retain", false: "Delete"}[prod]
+			if table.DeletionPolicy != policy || table.UpdateReplacePolicy != policy {
+				t.Errorf("deletion policy %s/%s in %s, want %s", table.DeletionPolicy, table.UpdateReplacePolicy, name, policy)
+			}
+		})
+	}
+}
+
+// canonical renders a value as JSON with the SDK's field names (which are
+// CloudFormation's), for comparison.
+func canonical(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var x any
+	if err := json.Unmarshal(b, &x); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = json.Marshal(x)
+	return string(b)
+}
+
+func TestQueueHasDeadLetterQueue(t *testing.T) {
+	s := dev
+	qID, q := s.byPath(t, "Queue/Resource")
+	dlqID, dlq := s.byPath(t, "DeadLetterQueue/Resource")
+	redrive, _ := q.Properties["RedrivePolicy"].(map[string]any)
+	if getAtt(redrive["deadLetterTargetArn"], "Arn") != dlqID || redrive["maxReceiveCount"] != float64(stack.MaxReceiveCount) {
+		t.Errorf("redrive policy %v", redrive)
+	}
+	for id, r := range map[string]resource{qID: q, dlqID: dlq} {
+		if r.Properties["SqsManagedSseEnabled"] != true {
+			t.Errorf("%s: not encrypted", id)
+		}
+		if r.Properties["MessageRetentionPeriod"] != float64(14*24*3600) {
+			t.Errorf("%s: retention %v", id, r.Properties["MessageRetentionPeriod"])
+		}
+		// SSL only.
+		assertNoPanic(t, id+" SSL-only policy", func() {
+			s.assertion.HasResourceProperties(jsii.String("AWS::SQS::QueuePolicy"), &map[string]any{
+				"Queues": []any{map[string]any{"Ref": id}},
+				"PolicyDocument": assertions.Match_ObjectLike(&map[string]any{
+					"Statement": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{
+						"Effect": "Deny", "Action": "sqs:*",
+						"Condition": map[string]any{"Bool": map[string]any{"aws:SecureTransport": "false"}},
+					})}),
+				}),
+			})
+		})
+	}
+	if q.Properties["VisibilityTimeout"] != float64(6*stack.WorkerTimeout.Seconds()) {
+		t.Errorf("visibility timeout %v", q.Properties["VisibilityTimeout"])
+	}
+}
+
+func TestWorkerEventSourceMapping(t *testing.T) {
+	s := dev
+	qID, _ := s.byPath(t, "Queue/Resource")
+	esms := s.ofType("AWS::Lambda::EventSourceMapping")
+	if len(esms) != 1 {
+		t.Fatalf("%d event source mappings", len(esms))
+	}
+	for _, e := range esms {
+		if ref(e.Properties["FunctionName"]) != s.functionID(t, stack.WorkerName) {
+			t.Errorf("mapping targets %v", e.Properties["FunctionName"])
+		}
+		if getAtt(e.Properties["EventSourceArn"], "Arn") != qID {
+			t.Errorf("mapping reads %v", e.Properties["EventSourceArn"])
+		}
+		if !equalStrings(strs(e.Properties["FunctionResponseTypes"]), []string{"ReportBatchItemFailures"}) {
+			t.Errorf("mapping does not report batch item failures: %v", e.Properties["FunctionResponseTypes"])
+		}
+		sc, _ := e.Properties["ScalingConfig"].(map[string]any)
+		if sc["MaximumConcurrency"] != float64(s.m.Config.WorkerMaxConcurrency) {
+			t.Errorf("maximum concurrency %v", sc)
+		}
+		policyID, _ := s.byPath(t, "WorkerRole/DefaultPolicy/Resource")
+		if !slices.Contains(e.DependsOn, policyID) {
+			t.Errorf("mapping does not wait for the worker's policy: %v", e.DependsOn)
+		}
+	}
+	// The scheduled sweep: an EventBridge rule every minute to the worker.
+	rules := s.ofType("AWS::Events::Rule")
+	if len(rules) != 1 {
+		t.Fatalf("%d rules", len(rules))
+	}
+	for _, r := range rules {
+		if r.Properties["ScheduleExpression"] != "rate(1 minute)" {
+			t.Errorf("schedule %v", r.Properties["ScheduleExpression"])
+		}
+		targets, _ := r.Properties["Targets"].([]any)
+		if len(targets) != 1 || getAtt(targets[0].(map[string]any)["Arn"], "Arn") != s.functionID(t, stack.WorkerName) {
+			t.Errorf("rule targets %v", targets)
+		}
+	}
+}
+
+// Functions: provided.al2023 on arm64 from build/<name>, memory and
+// timeouts as declared, JSON logs into their own log group with
+// retention, the environment the app reads.
+func TestFunctions(t *testing.T) {
+	for name, s := range map[string]*synthesized{"dev": dev, "prod": prod} {
+		t.Run(name, func(t *testing.T) {
+			fns := s.ofType("AWS::Lambda::Function")
+			if len(fns) != len(stack.Functions()) {
+				t.Errorf("%d functions, want %d", len(fns), len(stack.Functions()))
+			}
+			readers := stack.SecretReaders(registry.Default())
+			for _, fn := range stack.Functions() {
+				id := s.functionID(t, fn)
+				p := s.template.Resources[id].Properties
+				if p["Runtime"] != "provided.al2023" || p["Handler"] != "bootstrap" ||
+					!equalStrings(strs(p["Architectures"]), []string{"arm64"}) {
+					t.Errorf("%s: runtime %v handler %v architectures %v", fn, p["Runtime"], p["Handler"], p["Architectures"])
+				}
+				if p["MemorySize"] != float64(stack.Memory(fn)) || p["Timeout"] != stack.Timeout(fn).Seconds() {
+					t.Errorf("%s: memory %v timeout %v", fn, p["MemorySize"], p["Timeout"])
+				}
+				if fn != stack.WorkerName && p["Timeout"].(float64) <= upstream.DefaultTimeout.Seconds() {
+					t.Errorf("%s: timeout %v is not above the adapter budget", fn, p["Timeout"])
+				}
+				lc, _ := p["LoggingConfig"].(map[string]any)
+				logsID, logs := s.byPath(t, fnConstruct(fn)+"Logs/Resource")
+				if lc["LogFormat"] != "JSON" || ref(lc["LogGroup"]) != logsID {
+					t.Errorf("%s: logging %v", fn, lc)
+				}
+				retention := map[bool]float64{false: 7, true: 90}[s.m.Config.Prod]
+				if logs.Properties["RetentionInDays"] != retention {
+					t.Errorf("%s: log retention %v", fn, logs.Properties["RetentionInDays"])
+				}
+				env, _ := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+				tableID, _ := s.byPath(t, "Table/Resource")
+				queueID, _ := s.byPath(t, "Queue/Resource")
+				if ref(env["MERIDIAN_TABLE"]) != tableID || env["MERIDIAN_LOG_LEVEL"] != "info" {
+					t.Errorf("%s: environment %v", fn, env)
+				}
+				// The API functions send usage events; the worker only consumes.
+				if q, has := env["MERIDIAN_QUEUE_URL"]; has != (fn != stack.WorkerName) || (has && ref(q) != queueID) {
+					t.Errorf("%s: MERIDIAN_QUEUE_URL %v", fn, q)
+				}
+				_, reads := readers[fn]
+				if _, has := env["MERIDIAN_UPSTREAM_SECRET"]; has != reads {
+					t.Errorf("%s: MERIDIAN_UPSTREAM_SECRET set %v, reads the secret %v", fn, has, reads)
+				}
+				want, reserved := s.m.Config.ReservedConcurrency[fn]
+				got, has := p["ReservedConcurrentExecutions"]
+				if has != reserved || (reserved && got != float64(want)) {
+					t.Errorf("%s: reserved concurrency %v, want %v (%v)", fn, got, want, reserved)
+				}
+				// Its own role, with no managed policies.
+				roleID, role := s.byPath(t, fnConstruct(fn)+"Role/Resource")
+				if getAtt(p["Role"], "Arn") != roleID || role.Properties["ManagedPolicyArns"] != nil || role.Properties["Policies"] != nil {
+					t.Errorf("%s: role %v", fn, role.Properties)
+				}
+			}
+			// Reserved concurrency: none in dev (new accounts cannot reserve), where it protects the store in prod.
+			if s.m.Config.Prod {
+				for _, fn := range []string{stack.WorkerName, "batch", "search", "mcp"} {
+					if _, ok := s.m.Config.ReservedConcurrency[fn]; !ok {
+						t.Errorf("prod: %s has no reserved concurrency", fn)
+					}
+				}
+			} else if len(s.m.Config.ReservedConcurrency) != 0 {
+				t.Errorf("dev reserves concurrency: %v", s.m.Config.ReservedConcurrency)
+			}
+		})
+	}
+}
+
+// policyWant is one function's complete identity policy.
+type policyWant struct {
+	table, index, queue []string
+	secret              bool
+}
+
+var (
+	tableAll     = []string{"dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+	tableNoDel   = []string{"dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+	tableSandbox = []string{"dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"}
+	send         = []string{"sqs:SendMessage"}
+)
+
+// The exact policy of every function, written out: a change to what a
+// function may do shows up here.
+var wantPolicies = map[string]policyWant{
+	"commerce":  {table: tableAll, queue: send},
+	"social":    {table: tableAll, queue: send, secret: true},
+	"media":     {table: tableAll, queue: send, secret: true},
+	"apps":      {table: tableAll, queue: send},
+	"places":    {table: tableAll, queue: send},
+	"knowledge": {table: tableAll, queue: send, secret: true},
+	"web":       {table: tableAll, queue: send},
+	"bundle":    {table: tableAll, queue: send, secret: true},
+	"search":    {table: tableAll, queue: send, secret: true},
+	"service":   {table: tableAll, queue: send, secret: true},
+	"batch":     {table: tableNoDel, queue: send, secret: true},
+	"sandbox":   {table: tableSandbox, queue: send},
+	"mcp":       {table: tableNoDel, queue: send, secret: true},
+	"worker": {table: tableAll, index: []string{"dynamodb:Query"},
+		queue: []string{"sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"}},
+}
+
+func TestFunctionPolicies(t *testing.T) {
+	if len(wantPolicies) != len(stack.Functions()) {
+		t.Fatalf("wantPolicies covers %d functions, there are %d", len(wantPolicies), len(stack.Functions()))
+	}
+	for name, s := range stacks() {
+		t.Run(name, func(t *testing.T) {
+			tableID, _ := s.byPath(t, "Table/Resource")
+			queueID, _ := s.byPath(t, "Queue/Resource")
+			policies := s.ofType("AWS::IAM::Policy")
+			for _, fn := range stack.Functions() {
+				want := wantPolicies[fn]
+				roleID, _ := s.byPath(t, fnConstruct(fn)+"Role/Resource")
+				logsID, _ := s.byPath(t, fnConstruct(fn)+"Logs/Resource")
+				var statements []map[string]any
+				for _, p := range policies {
+					for _, r := range p.Properties["Roles"].([]any) {
+						if ref(r) == roleID {
+							for _, st := range p.Properties["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+								statements = append(statements, st.(map[string]any))
+							}
+						}
+					}
+				}
+				got := map[string]map[string]any{}
+				for _, st := range statements {
+					sid, _ := st["Sid"].(string)
+					if _, dup := got[sid]; dup || sid == "" {
+						t.Errorf("%s: statement id %q missing or repeated", fn, sid)
+					}
+					if st["Effect"] != "Allow" || st["NotAction"] != nil || st["NotResource"] != nil || st["Condition"] != nil {
+						t.Errorf("%s: unexpected statement shape %v", fn, st)
+					}
+					got[sid] = st
+				}
+				check := func(sid string, actions []string, resource func(any) bool) {
+					st, ok := got[sid]
+					delete(got, sid)
+					if len(actions) == 0 {
+						if ok {
+							t.Errorf("%s: has %s %v, wants none", fn, sid, st["Action"])
+						}
+						return
+					}
+					if !ok {
+						t.Errorf("%s: no %s statement", fn, sid)
+						return
+					}
+					if !equalStrings(strs(st["Action"]), actions) {
+						t.Errorf("%s: %s actions %v, want %v", fn, sid, strs(st["Action"]), actions)
+					}
+					if res, ok := st["Resource"].([]any); ok && len(res) != 1 {
+						t.Errorf("%s: %s has %d resources", fn, sid, len(res))
+					} else if !resource(st["Resource"]) {
+						t.Errorf("%s: %s resource %v", fn, sid, st["Resource"])
+					}
+				}
+				check(stack.SidLogs, []string{"logs:CreateLogStream", "logs:PutLogEvents"}, func(v any) bool {
+					lit := literals(v)
+					return slices.Contains(lit, ":log-group:") && lit[len(lit)-1] == ":*" &&
+						strings.Contains(canonical(t, v), `{"Ref":"`+logsID+`"}`)
+				})
+				check(stack.SidTable, want.table, func(v any) bool { return getAtt(v, "Arn") == tableID })
+				check(stack.SidLeaseIndex, want.index, func(v any) bool {
+					return strings.Contains(canonical(t, v), `"`+tableID+`","Arn"`) &&
+						strings.HasSuffix(strings.Join(literals(v), ""), "/index/"+dynamostore.LeaseIndex)
+				})
+				check(stack.SidQueue, want.queue, func(v any) bool { return getAtt(v, "Arn") == queueID })
+				var secretActions []string
+				if want.secret {
+					secretActions = []string{"secretsmanager:GetSecretValue"}
+				}
+				check(stack.SidSecret, secretActions, func(v any) bool {
+					if s.m.Config.UpstreamSecretName != "" {
+						return strings.HasSuffix(strings.Join(literals(v), ""), ":secret:"+s.m.Config.UpstreamSecretName+"-??????")
+					}
+					secretID, _ := s.byPath(t, "UpstreamSecret/Resource")
+					return ref(v) == secretID
+				})
+				for sid := range got {
+					t.Errorf("%s: unexpected statement %s", fn, sid)
+				}
+			}
+		})
+	}
+}
+
+// The model behind the policies agrees with what the test expects.
+func TestTableActionsModel(t *testing.T) {
+	for _, fn := range stack.Functions() {
+		table, index := stack.TableActions(fn)
+		if !equalStrings(table, wantPolicies[fn].table) || !equalStrings(index, wantPolicies[fn].index) {
+			t.Errorf("%s: TableActions %v %v", fn, table, index)
+		}
+		for _, u := range stack.TableUses(fn) {
+			if u.Why == "" {
+				t.Errorf("%s: table use %s has no reason", fn, u.Name)
+			}
+			for _, a := range append(append([]string{}, u.Actions...), u.Index...) {
+				switch a {
+				case "dynamodb:DescribeTable", "dynamodb:CreateTable", "dynamodb:UpdateTimeToLive", "dynamodb:Scan", "dynamodb:DeleteTable":
+					t.Errorf("%s: %s is granted", fn, a)
+				}
+			}
+		}
+	}
+}
+
+// The secret goes to the families serving endpoints through providers
+// that read secrets, the fan-out families and service; nobody else.
+func TestSecretReaders(t *testing.T) {
+	readers := stack.SecretReaders(registry.Default())
+	var got []string
+	for fn, why := range readers {
+		got = append(got, fn)
+		if len(why) == 0 {
+			t.Errorf("%s reads the secret without a reason", fn)
+		}
+	}
+	want := []string{"social", "media", "knowledge", "bundle", "search", "service", "batch", "mcp"}
+	if !equalStrings(got, want) {
+		t.Errorf("secret readers %v, want %v", got, want)
+	}
+	for fn, why := range readers {
+		t.Logf("%s: %s", fn, strings.Join(why, "; "))
+	}
+	if len(imported.ofType("AWS::SecretsManager::Secret")) != 0 {
+		t.Error("an imported secret is also created")
+	}
+	if n := len(dev.ofType("AWS::SecretsManager::Secret")); n != 1 {
+		t.Errorf("dev creates %d secrets", n)
+	}
+	_, secret := dev.byPath(t, "UpstreamSecret/Resource")
+	gen, _ := secret.Properties["GenerateSecretString"].(map[string]any)
+	if gen["GenerateStringKey"] != "MERIDIAN_ADMIN_TOKEN" || gen["SecretStringTemplate"] != "{}" {
+		t.Errorf("secret generator %v", gen)
+	}
+	id := imported.functionID(t, "service")
+	env := imported.template.Resources[id].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+	if env["MERIDIAN_UPSTREAM_SECRET"] != "meridian/dev/upstream" {
+		t.Errorf("imported secret env %v", env["MERIDIAN_UPSTREAM_SECRET"])
+	}
+}
+
+// The streaming families get function URLs with response streaming;
+// nobody else does.
+func TestStreamingFunctionURLs(t *testing.T) {
+	want := []string{"mcp", "search"}
+	if got := stack.StreamingFunctions(registry.Default()); !equalStrings(got, want) {
+		t.Errorf("streaming functions %v, want %v", got, want)
+	}
+	urls := dev.ofType("AWS::Lambda::Url")
+	if len(urls) != len(want) {
+		t.Errorf("%d function URLs", len(urls))
+	}
+	for _, fn := range want {
+		id := dev.functionID(t, fn)
+		assertNoPanic(t, fn+" URL", func() {
+			dev.assertion.HasResourceProperties(jsii.String("AWS::Lambda::Url"), &map[string]any{
+				"TargetFunctionArn": map[string]any{"Fn::GetAtt": []any{id, "Arn"}},
+				"InvokeMode":        "RESPONSE_STREAM",
+				"AuthType":          "NONE",
+			})
+		})
+	}
+	// Public invocation is granted only through the URL.
+	for pid, p := range dev.ofType("AWS::Lambda::Permission") {
+		if p.Properties["Principal"] != "*" {
+			continue
+		}
+		fn := getAtt(p.Properties["FunctionName"], "Arn")
+		if fn != dev.functionID(t, "search") && fn != dev.functionID(t, "mcp") {
+			t.Errorf("%s: public permission on %s", pid, fn)
+		}
+		if p.Properties["FunctionUrlAuthType"] != "NONE" && p.Properties["InvokedViaFunctionUrl"] != true {
+			t.Errorf("%s: public permission not limited to the function URL: %v", pid, p.Properties)
+		}
+	}
+}
+
+func TestAlarms(t *testing.T) {
+	s := dev
+	topicID, _ := s.byPath(t, "AlarmTopic/Resource")
+	alarms := s.ofType("AWS::CloudWatch::Alarm")
+	if want := 1 + 2*len(stack.Functions()) + 2; len(alarms) != want {
+		t.Errorf("%d alarms, want %d", len(alarms), want)
+	}
+	metrics := map[string]int{}
+	for id, a := range alarms {
+		actions := a.Properties["AlarmActions"].([]any)
+		if len(actions) != 1 || ref(actions[0]) != topicID {
+			t.Errorf("%s: actions %v", id, actions)
+		}
+		if name, ok := a.Properties["MetricName"].(string); ok {
+			metrics[name]++
+		} else {
+			metrics["math"]++
+			if !strings.Contains(canonical(t, a.Properties["Metrics"]), `"MetricName":"5xx"`) {
+				t.Errorf("%s: math alarm is not the 5xx rate", id)
+			}
+		}
+	}
+	want := map[string]int{"math": 1, "Errors": len(stack.Functions()), "Throttles": len(stack.Functions()),
+		"ApproximateNumberOfMessagesVisible": 1, "ApproximateAgeOfOldestMessage": 1}
+	if canonical(t, metrics) != canonical(t, want) {
+		t.Errorf("alarms on %v, want %v", metrics, want)
+	}
+	// The topic is encrypted and SSL-only; prod subscribes the alarm email.
+	assertNoPanic(t, "topic", func() {
+		s.assertion.HasResourceProperties(jsii.String("AWS::SNS::Topic"), &map[string]any{
+			"KmsMasterKeyId": assertions.Match_AnyValue(),
+		})
+	})
+	if n := len(prod.ofType("AWS::SNS::Subscription")); n != 1 {
+		t.Errorf("prod: %d subscriptions", n)
+	}
+}
+
+// No policy statement anywhere in the template has a wildcard action or
+// resource (or an Allow to any principal) without a written reason.
+func TestNoUnexplainedWildcards(t *testing.T) {
+	wild := func(vals []string) bool {
+		for _, v := range vals {
+			if strings.ContainsAny(v, "*?") {
+				return true
+			}
+		}
+		return false
+	}
+	for name, s := range stacks() {
+		t.Run(name, func(t *testing.T) {
+			documents := 0
+			for id, r := range s.template.Resources {
+				for _, doc := range policyDocuments(r.Properties) {
+					documents++
+					for _, st := range statementsOf(doc) {
+						sid, _ := st["Sid"].(string)
+						_, notAction := st["NotAction"]
+						_, notResource := st["NotResource"]
+						principal := canonical(t, st["Principal"])
+						anyone := principal == `"*"` || principal == `{"AWS":"*"}`
+						needs := wild(strs(st["Action"])) || wild(literals(st["Resource"])) || notAction || notResource ||
+							(anyone && st["Effect"] == "Allow")
+						if !needs {
+							continue
+						}
+						switch {
+						case st["Effect"] == "Deny" && stack.DenyReason != "":
+						case stack.WildcardReasons[sid] != "":
+						default:
+							t.Errorf("%s (%s): statement %q has a wildcard and no reason: %s", id, r.Type, sid, canonical(t, st))
+						}
+					}
+				}
+				if r.Type == "AWS::Lambda::Permission" {
+					principal, _ := r.Properties["Principal"].(string)
+					if (principal == "*" || wild(literals(r.Properties["SourceArn"]))) && stack.PermissionReasons[principal] == "" {
+						t.Errorf("%s: permission for %q with wildcards and no reason", id, principal)
+					}
+				}
+			}
+			if documents < len(stack.Functions()) {
+				t.Errorf("only %d policy documents found", documents)
+			}
+		})
+	}
+}
+
+// policyDocuments finds every IAM policy document in a resource's
+// properties (identity policies, resource policies, key policies, trust
+// policies): any object with a Statement.
+func policyDocuments(v any) []map[string]any {
+	var out []map[string]any
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x["Statement"]; ok {
+			return append(out, x)
+		}
+		for _, e := range x {
+			out = append(out, policyDocuments(e)...)
+		}
+	case []any:
+		for _, e := range x {
+			out = append(out, policyDocuments(e)...)
+		}
+	}
+	return out
+}
+
+func statementsOf(doc map[string]any) []map[string]any {
+	var out []map[string]any
+	switch x := doc["Statement"].(type) {
+	case []any:
+		for _, e := range x {
+			if m, ok := e.(map[string]any); ok {
+				out = append(out, m)
+			}
+		}
+	case map[string]any:
+		out = append(out, x)
+	}
+	return out
+}
+
+// cdk-nag's AwsSolutions pack reports nothing unsuppressed, and every
+// suppression carries a reason.
+func TestCdkNagAwsSolutions(t *testing.T) {
+	for name, s := range stacks() {
+		t.Run(name, func(t *testing.T) {
+			for _, f := range nagFindings(s.messages) {
+				t.Error(f)
+			}
+			suppressions := 0
+			for id, r := range s.template.Resources {
+				nag, _ := r.Metadata["cdk_nag"].(map[string]any)
+				rules, _ := nag["rules_to_suppress"].([]any)
+				for _, rule := range rules {
+					suppressions++
+					m := rule.(map[string]any)
+					reason, _ := m["reason"].(string)
+					if len(strings.TrimSpace(reason)) < 40 {
+						t.Errorf("%s: suppression of %v has no real reason: %q", id, m["id"], reason)
+					}
+				}
+			}
+			if suppressions == 0 {
+				t.Error("no suppressions found: is cdk-nag running?")
+			}
+		})
+	}
+	// The same reading finds what cdk-nag reports on a stack that breaks
+	// its rules, so an empty list above means cdk-nag found nothing.
+	if len(canary) == 0 || !slices.ContainsFunc(canary, func(f string) bool { return strings.Contains(f, "AwsSolutions-SQS3") }) {
+		t.Errorf("cdk-nag findings on the canary stack not seen: %v", canary)
+	}
+}
+
+// nagFindings are the AwsSolutions warnings and errors among messages.
+func nagFindings(msgs []*cxapi.SynthesisMessage) []string {
+	var out []string
+	for _, msg := range msgs {
+		text := fmt.Sprint(msg.Entry.Data)
+		if data, ok := msg.Entry.Data.(*string); ok {
+			text = *data
+		}
+		if strings.Contains(text, "AwsSolutions-") && msg.Level != cxapi.SynthesisMessageLevel_INFO {
+			out = append(out, fmt.Sprintf("%s %s: %s", msg.Level, *msg.Id, firstLine(text)))
+		}
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	if len(s) > 300 {
+		return s[:300]
+	}
+	return s
+}
+
+// The stage presets and the context overrides.
+func TestConfig(t *testing.T) {
+	if _, err := stack.Preset("staging"); err == nil {
+		t.Error("unknown stage accepted")
+	}
+	d, _ := stack.Preset(stack.StageDev)
+	p, _ := stack.Preset(stack.StageProd)
+	if d.Prod || !p.Prod {
+		t.Error("prod flag")
+	}
+	if p.WorkerMaxConcurrency < 2 || d.WorkerMaxConcurrency < 2 {
+		t.Error("SQS event source mappings need a maximum concurrency of at least 2")
+	}
+	if n, ok := p.ReservedConcurrency[stack.WorkerName]; !ok || n < p.WorkerMaxConcurrency {
+		t.Errorf("prod worker reserved concurrency %d below its pollers %d", n, p.WorkerMaxConcurrency)
+	}
+	if prod.m.Stack.StackName() == nil || *prod.m.Stack.StackName() != "Meridian-prod" || *dev.m.Stack.StackName() != "Meridian-dev" {
+		t.Error("stack names")
+	}
+	// Outputs operators need.
+	for _, out := range []string{"ApiUrl", "TableName", "QueueUrl", "DeadLetterQueueUrl", "UpstreamSecretArn",
+		"AlarmTopicArn", "OperatorPolicyArn", "SearchStreamUrl", "McpStreamUrl"} {
+		if _, ok := dev.template.Outputs[out]; !ok {
+			t.Errorf("no output %s", out)
+		}
+	}
+	if stack.VisibilityTimeout < 6*stack.WorkerTimeout {
+		t.Error("visibility timeout under six times the worker timeout")
+	}
+}
+
+func TestRouteIDsAreUnique(t *testing.T) {
+	seen := map[string]string{}
+	valid := regexp.MustCompile(`^[A-Za-z0-9]+$`)
+	for _, r := range registry.Default().Routes() {
+		id := stack.RouteID(r)
+		if !valid.MatchString(id) {
+			t.Errorf("route id %q", id)
+		}
+		if other, dup := seen[id]; dup {
+			t.Errorf("%s %s and %s share the id %s", r.Method, r.Path, other, id)
+		}
+		seen[id] = r.Method + " " + r.Path
+	}
+}
+
+func TestConfigFromContext(t *testing.T) {
+	cfg, err := stack.ConfigFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{
+		"stage": "prod", "alarmEmail": "ops@example.com", "logLevel": "DEBUG",
+		"upstreamSecretName": "meridian/prod/upstream", "fairUse": "search/all=0",
+	}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Prod || cfg.AlarmEmail != "ops@example.com" || cfg.LogLevel != "debug" ||
+		cfg.UpstreamSecretName != "meridian/prod/upstream" || cfg.FairUse != "search/all=0" {
+		t.Errorf("config %+v", cfg)
+	}
+	cfg, err = stack.ConfigFromContext(awscdk.NewApp(nil))
+	if err != nil || cfg.Stage != stack.StageDev {
+		t.Errorf("default stage %q, %v", cfg.Stage, err)
+	}
+	for _, bad := range []map[string]any{
+		{"stage": "production"}, {"alarmEmail": "nobody"}, {"logLevel": "loud"}, {"upstreamSecretName": "a b"},
+	} {
+		if _, err := stack.ConfigFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &bad})); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+func TestCheckBuild(t *testing.T) {
+	dir := t.TempDir()
+	if err := stack.CheckBuild(dir); err == nil || !strings.Contains(err.Error(), "make build") {
+		t.Errorf("empty build dir: %v", err)
+	}
+	if err := fakeBuild(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := stack.CheckBuild(dir); err != nil {
+		t.Error(err)
+	}
+}

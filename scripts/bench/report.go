@@ -1,0 +1,974 @@
+package main
+
+// report writes BENCHMARKS.md from the results scripts/bench.sh leaves in
+// build/bench: go test outputs (sections 1 and 3), http.json, startup.json
+// and commands.txt (how each section was run).
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Targets of issue 10.
+const (
+	targetCacheHitP50NS    = 100_000
+	targetThroughputRatio  = 0.5
+	targetPaidSteps        = 4
+	targetCacheHitSteps    = 3
+	targetBootstrapBytes   = 20_000_000 // 20 MB read strictly (20 MiB would be 20,971,520)
+	uncachedKind           = "paid_uncached"
+	cacheHitKind           = "cache_hit"
+	batchKind              = "batch_20_paid_uncached"
+	itemsPerBatch          = 20
+	pipelineBenchmarkName  = "BenchmarkPipeline/"
+	roundTripBenchmarkName = "BenchmarkStoreRoundTrips/"
+)
+
+// RoundTrip mirrors shared/pipeline's RoundTripResult (the JSON).
+type RoundTrip struct {
+	Kind             string   `json:"kind"`
+	Requests         int      `json:"requests"`
+	Status           int      `json:"status"`
+	CritSteps        float64  `json:"crit_steps"`
+	CritCalls        float64  `json:"crit_calls"`
+	HandlerSteps     float64  `json:"handler_steps"`
+	HandlerCalls     float64  `json:"handler_calls"`
+	Attempts         float64  `json:"attempts"`
+	FailedConditions float64  `json:"failed_conditions"`
+	RRU              float64  `json:"rru"`
+	WRU              float64  `json:"wru"`
+	LocalRCU         float64  `json:"local_rcu"`
+	LocalWCU         float64  `json:"local_wcu"`
+	Events           float64  `json:"events"`
+	WorkerCalls      float64  `json:"worker_calls"`
+	WorkerRRU        float64  `json:"worker_rru"`
+	WorkerWRU        float64  `json:"worker_wru"`
+	WorkerMS         float64  `json:"worker_ms"`
+	WorkerP50MS      float64  `json:"worker_p50_ms"`
+	LogBytes         float64  `json:"log_bytes"`
+	HandlerMS        float64  `json:"handler_ms"`
+	HandlerP50MS     float64  `json:"handler_p50_ms"`
+	CritMS           float64  `json:"crit_ms"`
+	ResponseBytes    float64  `json:"response_bytes"`
+	CritPath         []string `json:"crit_path"`
+	AfterPath        []string `json:"after_path"`
+	WorkerPath       []string `json:"worker_path"`
+}
+
+// pipelineRun is section 1 on one store.
+type pipelineRun struct {
+	store string
+	lines []*benchLine
+}
+
+// benchLine is one benchmark's metrics over -count runs.
+type benchLine struct {
+	name    string
+	metrics map[string][]float64
+}
+
+func (b *benchLine) median(unit string) float64 { return median(b.metrics[unit]) }
+
+// parseBench reads go test -bench output: each Benchmark line's metrics
+// (value, unit pairs), the cpu line, in order of first appearance.
+func parseBench(path string) (lines []*benchLine, cpu string, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", err
+	}
+	defer f.Close()
+	byName := map[string]*benchLine{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		text := sc.Text()
+		if c, ok := strings.CutPrefix(text, "cpu: "); ok {
+			cpu = strings.TrimSpace(c)
+		}
+		fields := strings.Fields(text)
+		if len(fields) < 4 || !strings.HasPrefix(fields[0], "Benchmark") {
+			continue
+		}
+		name := fields[0]
+		if i := strings.LastIndex(name, "-"); i > 0 {
+			if _, err := strconv.Atoi(name[i+1:]); err == nil {
+				name = name[:i]
+			}
+		}
+		b := byName[name]
+		if b == nil {
+			b = &benchLine{name: name, metrics: map[string][]float64{}}
+			byName[name] = b
+			lines = append(lines, b)
+		}
+		for i := 2; i+1 < len(fields); i += 2 {
+			v, err := strconv.ParseFloat(fields[i], 64)
+			if err != nil {
+				continue
+			}
+			b.metrics[fields[i+1]] = append(b.metrics[fields[i+1]], v)
+		}
+	}
+	return lines, cpu, sc.Err()
+}
+
+// readCommands reads commands.txt: "key<TAB>command" lines.
+func readCommands(path string) map[string]string {
+	out := map[string]string{}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if k, v, ok := strings.Cut(line, "\t"); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func fmtFloat(v float64) string {
+	switch {
+	case v == math.Trunc(v) && math.Abs(v) < 1e15:
+		return strconv.FormatInt(int64(v), 10)
+	case math.Abs(v) >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case math.Abs(v) >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+}
+
+// fmtUnits keeps three significant digits of small quantities.
+func fmtUnits(v float64) string {
+	if v != 0 && math.Abs(v) < 0.01 {
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+	return fmtFloat(v)
+}
+
+func fmtMicros(ns float64) string { return fmtFloat(ns/1000) + " µs" }
+
+func fmtDollars(v float64) string {
+	switch {
+	case v == 0:
+		return "$0"
+	case v < 0.01:
+		return "$" + strconv.FormatFloat(v, 'f', 4, 64)
+	default:
+		return "$" + strconv.FormatFloat(v, 'f', 3, 64)
+	}
+}
+
+func fmtMiB(b int64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 2, 64) + " MiB" }
+
+func firstLine(cmd string, args ...string) string {
+	out, _ := exec.Command(cmd, args...).CombinedOutput()
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return strings.TrimSpace(line)
+}
+
+func fileValue(path, prefix string) string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
+			return strings.Trim(strings.TrimSpace(v), `"`)
+		}
+	}
+	return ""
+}
+
+// machine describes where the figures come from.
+func machine(cpu string) []string {
+	if cpu == "" {
+		cpu = fileValue("/proc/cpuinfo", "model name\t:")
+	}
+	mem := fileValue("/proc/meminfo", "MemTotal:")
+	if kb, err := strconv.ParseFloat(strings.TrimSuffix(mem, " kB"), 64); err == nil {
+		mem = strconv.FormatFloat(kb/(1<<20), 'f', 1, 64) + " GiB"
+	}
+	kernel := strings.TrimSpace(fileValue("/proc/sys/kernel/osrelease", ""))
+	commit := firstLine("git", "rev-parse", "--short", "HEAD")
+	if out, _ := exec.Command("git", "status", "--porcelain").Output(); len(out) > 0 {
+		commit += " with uncommitted changes"
+	}
+	return []string{
+		"CPU: " + cpu + ", " + strconv.Itoa(runtime.NumCPU()) + " vCPUs, " + mem + " of memory",
+		"OS: " + fileValue("/etc/os-release", "PRETTY_NAME=") + ", Linux " + kernel + ", " + runtime.GOOS + "/" + runtime.GOARCH,
+		"Go: " + runtime.Version() + "; commit " + commit,
+		"DynamoDB Local: " + fileValue("scripts/dynamodb-local.sh", "readonly SIM_PACKAGE=") + " (scripts/dynamodb-local.sh) on " + firstLine("java", "-version"),
+	}
+}
+
+// md accumulates the document.
+type md struct{ strings.Builder }
+
+func (m *md) p(format string, args ...any) { fmt.Fprintf(m, format+"\n", args...) }
+
+func (m *md) table(head []string, rows [][]string) {
+	m.p("| %s |", strings.Join(head, " | "))
+	seps := make([]string, len(head))
+	for i := range seps {
+		seps[i] = "---"
+	}
+	m.p("| %s |", strings.Join(seps, " | "))
+	for _, r := range rows {
+		m.p("| %s |", strings.Join(r, " | "))
+	}
+	m.p("")
+}
+
+func (m *md) command(cmd string) {
+	if cmd == "" {
+		return
+	}
+	m.p("```sh\n%s\n```\n", cmd)
+}
+
+// stepRole names what a store call on a path is for.
+var stepRole = map[string]string{
+	"GetItem(keyhash)":                      "authentication: the key-hash lookup item",
+	"GetItem(key)":                          "authentication: the key it names (status read fresh)",
+	"GetItem(limits)":                       "per-key limits: read the key's counter item",
+	"PutItem(limits)":                       "per-key limits: version-conditioned put of the counter",
+	"GetItem(cache)":                        "response cache lookup",
+	"PutItem(cache)":                        "response cache write of the fresh data",
+	"PutItem(idem)":                         "Idempotency-Key claim (conditional put)",
+	"UpdateItem(idem)":                      "Idempotency-Key: keep the outcome for replay",
+	"DeleteItem(idem)":                      "Idempotency-Key: freed (a retryable outcome)",
+	"UpdateItem(reservation)":               "settle the reservation",
+	"BatchGetItem(account+key+reservation)": "reserve: read account, key and reservation",
+	"TransactWriteItems(key+account+ledger+reservation)": "reserve: the debit transaction",
+	"BatchGetItem(reservation+account)":                  "refund: read reservation and account",
+	"TransactWriteItems(reservation+key+account+ledger)": "refund: the refund transaction",
+	"PutItem(usage)":       "worker: the request's count-once marker",
+	"UpdateItem(outcomes)": "worker: ADD to the platform's minute counters",
+}
+
+// stepKey strips the capacity suffix: "GetItem(key) 1R" → "GetItem(key)".
+func stepKey(step string) string {
+	if i := strings.Index(step, ") "); i > 0 {
+		return step[:i+1]
+	}
+	return step
+}
+
+// category groups a step for the "why" of a missed target.
+func category(step string) string {
+	k := stepKey(step)
+	switch {
+	case strings.Contains(k, "(keyhash)") || strings.Contains(k, "(key)"):
+		return "authentication"
+	case strings.Contains(k, "(limits)"):
+		return "per-key limits"
+	case strings.Contains(k, "(idem)"):
+		return "idempotency"
+	case strings.Contains(k, "(cache)"):
+		return "response cache"
+	case strings.Contains(k, "reservation") || strings.Contains(k, "account"):
+		return "billing (reserve, settle or refund)"
+	}
+	return "other"
+}
+
+// breakdown counts a path's steps per category, in order of appearance.
+func breakdown(path []string) string {
+	counts := map[string]int{}
+	var order []string
+	for _, s := range path {
+		c := category(s)
+		if counts[c] == 0 {
+			order = append(order, c)
+		}
+		counts[c]++
+	}
+	var parts []string
+	for _, c := range order {
+		parts = append(parts, fmt.Sprintf("%s %d", c, counts[c]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func runReport(args []string) error {
+	fs := flag.NewFlagSet("report", flag.ExitOnError)
+	in := fs.String("in", "build/bench", "results folder")
+	out := fs.String("out", "BENCHMARKS.md", "report")
+	_ = fs.Parse(args)
+	cmds := readCommands(filepath.Join(*in, "commands.txt"))
+
+	var pipelines []pipelineRun
+	var cpu string
+	for _, store := range []string{"tmpfs", "disk"} {
+		lines, c, err := parseBench(filepath.Join(*in, "pipeline-"+store+".txt"))
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue
+			}
+			return err
+		}
+		pipelines = append(pipelines, pipelineRun{store, lines})
+		if c != "" {
+			cpu = c
+		}
+	}
+	var trips []RoundTrip
+	if err := readJSON(filepath.Join(*in, "roundtrips.json"), &trips); err != nil {
+		return fmt.Errorf("section 3 results: %w", err)
+	}
+	tripBy := map[string]RoundTrip{}
+	for _, t := range trips {
+		tripBy[t.Kind] = t
+	}
+	var httpRes HTTPResult
+	if err := readJSON(filepath.Join(*in, "http.json"), &httpRes); err != nil {
+		return fmt.Errorf("section 2 results: %w", err)
+	}
+	var startup StartupResult
+	if err := readJSON(filepath.Join(*in, "startup.json"), &startup); err != nil {
+		return fmt.Errorf("section 5 results: %w", err)
+	}
+
+	var m md
+	m.p("# Benchmarks")
+	m.p("")
+	m.p("Written by `make bench` (`scripts/bench.sh`) on %s; do not edit by hand, run it again. "+
+		"Figures are from one machine at one time: compare runs on the same machine, and read the targets as issue 10 states them. "+
+		"`make bench` is not part of `make test`; the `Benchmark*` functions run only with `-bench`.", time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	m.p("")
+	for _, l := range machine(cpu) {
+		m.p("- %s", l)
+	}
+	m.p("- Load generator: %s", httpRes.Tool)
+	var loads []string
+	for _, k := range []string{"pipeline-tmpfs", "pipeline-disk", "roundtrips", "http", "startup"} {
+		if v, ok := cmds["load-"+k]; ok {
+			loads = append(loads, k+" "+v)
+		}
+	}
+	if len(loads) > 0 {
+		m.p("- Load average (1, 5, 15 min) as each part started: %s. Other work on the machine (such as a concurrent `make test`) "+
+			"shares the two cores and moves every figure; rerun on a quiet machine to compare.", strings.Join(loads, "; "))
+	}
+	m.p("")
+	m.p("Reproduce everything: `make bench`. Each section names the command behind its figures; intermediate results are in `build/bench/`.")
+	m.p("")
+
+	// Targets first.
+	m.p("## Targets")
+	m.p("")
+	var targetRows [][]string
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "**missed**"
+	}
+	for _, p := range pipelines {
+		for _, l := range p.lines {
+			if l.name == pipelineBenchmarkName+"cache_hit" {
+				p50 := l.median("p50-ns")
+				v := verdict(p50 <= targetCacheHitP50NS)
+				if p50 > targetCacheHitP50NS {
+					v += fmt.Sprintf(" by %s (%.1f×)", fmtMicros(p50-targetCacheHitP50NS), p50/targetCacheHitP50NS)
+				}
+				targetRows = append(targetRows, []string{"In-process cache hit ≤ 100 µs median (section 1)", "embedded store on " + p.store, fmtMicros(p50), v})
+			}
+		}
+	}
+	bare := map[string]float64{}
+	for _, r := range httpRes.Runs {
+		if r.Server == "bare" {
+			bare[r.Endpoint] = r.RPS
+		}
+	}
+	for _, r := range httpRes.Runs {
+		if r.Server == "bare" || bare[r.Endpoint] == 0 {
+			continue
+		}
+		ratio := r.RPS / bare[r.Endpoint]
+		v := verdict(ratio >= targetThroughputRatio)
+		if ratio < targetThroughputRatio {
+			v += fmt.Sprintf(" by %.0f req/s (%.2f of the bare handler, target 0.50)", targetThroughputRatio*bare[r.Endpoint]-r.RPS, ratio)
+		}
+		targetRows = append(targetRows, []string{"Local server ≥ half the bare handler's throughput (section 2)",
+			r.Endpoint + ", " + r.Store + " store", fmt.Sprintf("%.0f vs %.0f req/s = %.2f", r.RPS, bare[r.Endpoint], ratio), v})
+	}
+	for _, t := range []struct {
+		kind   string
+		label  string
+		target int
+	}{{uncachedKind, "≤ 4 sequential store round trips, paid uncached success (section 3)", targetPaidSteps},
+		{cacheHitKind, "≤ 3 sequential store round trips, cache hit (section 3)", targetCacheHitSteps}} {
+		r, ok := tripBy[t.kind]
+		if !ok {
+			continue
+		}
+		v := verdict(r.CritSteps <= float64(t.target))
+		if r.CritSteps > float64(t.target) {
+			v += fmt.Sprintf(" by %s (%s)", fmtFloat(r.CritSteps-float64(t.target)), breakdown(r.CritPath))
+		}
+		targetRows = append(targetRows, []string{t.label, "before the first byte; " + fmtFloat(r.HandlerSteps) + " until the handler returns",
+			fmtFloat(r.CritSteps), v})
+	}
+	var largest StartupFunction
+	for _, f := range startup.Functions {
+		if f.Arm64Bytes > largest.Arm64Bytes {
+			largest = f
+		}
+	}
+	targetRows = append(targetRows, []string{"Every bootstrap < 20 MB (section 5)", "largest: " + largest.Function + " (linux/arm64)",
+		fmt.Sprintf("%s bytes (%s)", strconv.FormatInt(largest.Arm64Bytes, 10), fmtMiB(largest.Arm64Bytes)), verdict(largest.Arm64Bytes < targetBootstrapBytes)})
+	m.table([]string{"Target", "Measured on", "Figure", "Verdict"}, targetRows)
+	writeWhy(&m, pipelines, httpRes, bare, tripBy)
+
+	// Section 1.
+	m.p("## 1. In-process pipeline (Go benchmarks)")
+	m.p("")
+	m.p("`BenchmarkPipeline` (`shared/pipeline/pipeline_bench_test.go`) calls `ServeHTTP` of the pipeline that `app.Config` wires for a function serving every family: "+
+		"embedded store (bbolt), per-key limits (raised so one key is never refused, every admission still written), response cache, idempotency, "+
+		"the shipped `companies_house` adapter over the replay upstream on loopback HTTP (zero added latency), usage events to a discarding sink, "+
+		"JSON log lines formatted and dropped. Endpoint `/v1/company_registry/search` (1 credit). "+
+		"`ns/op` is a mean that includes building the request; `p50` and `p99` time `ServeHTTP` alone. Medians of %s runs.", countRuns(pipelines))
+	m.p("")
+	var rows1 [][]string
+	for _, p := range pipelines {
+		for _, l := range p.lines {
+			name, ok := strings.CutPrefix(l.name, pipelineBenchmarkName)
+			if !ok {
+				continue
+			}
+			rows1 = append(rows1, []string{caseLabel(name), p.store, fmtMicros(l.median("ns/op")), fmtMicros(l.median("p50-ns")),
+				fmtMicros(l.median("p99-ns")), fmtFloat(l.median("B/op")), fmtFloat(l.median("allocs/op"))})
+		}
+	}
+	m.table([]string{"Request", "Store", "ns/op (mean)", "p50", "p99", "B/op", "allocs/op"}, rows1)
+	m.p("The cache hit and the 400 each write the key's limits record twice (admission, then the in-flight slot's release): on the disk store " +
+		"each of those bbolt write transactions waits for an fsync, which is what the tmpfs rows leave out. The 401 (no key) touches no store.")
+	m.p("")
+	for _, p := range pipelines {
+		m.command(cmds["pipeline-"+p.store])
+	}
+
+	// Section 2.
+	writeHTTP(&m, httpRes, bare, cmds)
+
+	// Section 3.
+	writeRoundTrips(&m, trips, cmds)
+
+	// Section 4.
+	writeCost(&m, tripBy)
+
+	// Section 5.
+	writeStartup(&m, startup, cmds)
+
+	return os.WriteFile(*out, []byte(m.String()), 0o644)
+}
+
+func countRuns(pipelines []pipelineRun) string {
+	for _, p := range pipelines {
+		for _, l := range p.lines {
+			return strconv.Itoa(len(l.metrics["ns/op"]))
+		}
+	}
+	return "0"
+}
+
+func caseLabel(name string) string {
+	switch name {
+	case "cache_hit":
+		return "cache hit (200, x-cache HIT)"
+	case "paid_uncached":
+		return "uncached paid success (200, x-cache MISS)"
+	case "refusal_400":
+		return "400 validation refusal (unknown parameter)"
+	case "unauthorized_401":
+		return "401 (no key)"
+	}
+	return name
+}
+
+// writeWhy explains each missed target from the measurements.
+func writeWhy(m *md, pipelines []pipelineRun, httpRes HTTPResult, bare map[string]float64, tripBy map[string]RoundTrip) {
+	m.p("Where a target is missed, why:")
+	m.p("")
+	for _, p := range pipelines {
+		for _, l := range p.lines {
+			if l.name == pipelineBenchmarkName+"cache_hit" && l.median("p50-ns") > targetCacheHitP50NS {
+				m.p("- **Cache hit on the %s store.** A cache hit writes the key's limits record twice (admission, slot release), and bbolt commits each "+
+					"write transaction with an fsync: the disk, not the pipeline, sets the figure (the tmpfs row is the same code without fsync cost). "+
+					"This is the embedded store of `make run`; deployed functions use DynamoDB (section 3).", p.store)
+			}
+		}
+	}
+	var slow []string
+	for _, r := range httpRes.Runs {
+		if r.Server != "bare" && bare[r.Endpoint] > 0 && r.RPS/bare[r.Endpoint] < targetThroughputRatio {
+			slow = append(slow, fmt.Sprintf("%s on the %s store (%.2f)", r.Endpoint, r.Store, r.RPS/bare[r.Endpoint]))
+		}
+	}
+	if len(slow) > 0 {
+		m.p("- **Local server throughput: %s.** The bare handler only copies bytes; every Meridian request also crosses the API Gateway event "+
+			"adaptation, authenticates against the store, and is admitted and released by two writes of the key's limits record, each a bbolt write "+
+			"transaction, and bbolt runs one write transaction at a time for the whole file (its commit fsyncs on the disk store). "+
+			"Usage events then add the in-process worker's outcome writes. Two cores are shared by wrk, the server and, for Meridian, its replay upstream and worker. "+
+			"Section 1 gives the per-request CPU cost.", strings.Join(slow, "; "))
+	}
+	for _, k := range []struct {
+		kind   string
+		target int
+	}{{uncachedKind, targetPaidSteps}, {cacheHitKind, targetCacheHitSteps}} {
+		r, ok := tripBy[k.kind]
+		if !ok || r.CritSteps <= float64(k.target) {
+			continue
+		}
+		m.p("- **%s: %s sequential round trips before the first byte, target %d.** Every call waits for the one before it: %s. "+
+			"The path, in order: %s. In Lambda the adapter returns the response only when `ServeHTTP` returns, so the %s after the first byte "+
+			"(%s) delay the caller too: %s sequential in all.",
+			kindLabel(k.kind), fmtFloat(r.CritSteps), k.target, breakdown(r.CritPath), strings.Join(stripCapacity(r.CritPath), " → "),
+			pluralCalls(len(r.AfterPath)), strings.Join(stripCapacity(r.AfterPath), " → "), fmtFloat(r.HandlerSteps))
+	}
+	m.p("")
+	m.p("Observations rather than fixes (not changed here): authentication reads the key-hash item and then the key, one after the other; " +
+		"the limits record is a read followed by a version-conditioned put, at admission and again at release; the cache lookup, reserve, " +
+		"settle and cache write follow one another, and none of them runs concurrently with another.")
+	m.p("")
+}
+
+func pluralCalls(n int) string {
+	if n == 1 {
+		return "1 call"
+	}
+	return strconv.Itoa(n) + " calls"
+}
+
+func stripCapacity(path []string) []string {
+	out := make([]string, len(path))
+	for i, s := range path {
+		out[i] = stepKey(s)
+		if strings.HasSuffix(s, " failed condition") {
+			out[i] += " (failed condition)"
+		}
+	}
+	return out
+}
+
+func kindLabel(kind string) string {
+	switch kind {
+	case "cache_hit":
+		return "Cache hit"
+	case "cache_hit_idempotency_key":
+		return "Cache hit, Idempotency-Key"
+	case "paid_uncached":
+		return "Paid uncached success"
+	case "paid_uncached_idempotency_key":
+		return "Paid uncached success, Idempotency-Key"
+	case "paid_failure_refund":
+		return "Paid failure, refunded (502)"
+	case "paid_failure_refund_idempotency_key":
+		return "Paid failure, refunded (502), Idempotency-Key"
+	case "idempotent_replay":
+		return "Idempotent replay (same key again)"
+	case "batch_20_paid_uncached":
+		return "Batch of 20 uncached paid items"
+	}
+	return kind
+}
+
+func writeHTTP(m *md, res HTTPResult, bare map[string]float64, cmds map[string]string) {
+	m.p("## 2. HTTP throughput and latency (local server under wrk)")
+	m.p("")
+	m.p("The local server as `make run` serves it (`app.ListenAndServe`: every family through the API Gateway v2 event adaptation, the "+
+		"embedded store, the in-process usage worker, request log lines formatted and dropped) with the replay upstream, against a bare "+
+		"`net/http` handler that answers the same status, headers and body bytes (captured from Meridian), each in its own process, "+
+		"in the same run, one after the other. wrk: %d threads, %d connections, %s per measured run after an unmeasured warm-up; "+
+		"shipped limits (600 requests a minute per key), so each run rotates over %d keys (`x-api-key` is sent to the bare handler too). "+
+		"Two stores: `tmpfs` (%s) and `disk` (a folder of the working tree, as `make run` keeps `.data`).",
+		res.Threads, res.Connections, res.Duration, res.KeysPerRun, strings.Join(res.StoreDirs[:max(len(res.StoreDirs)-1, 0)], ", "))
+	m.p("")
+	var rows [][]string
+	for _, r := range res.Runs {
+		server, ratio := r.Server, "1.00"
+		if r.Server != "bare" {
+			server += " (" + r.Store + " store)"
+			ratio = "n/a"
+			if bare[r.Endpoint] > 0 {
+				ratio = fmt.Sprintf("%.2f", r.RPS/bare[r.Endpoint])
+			}
+		}
+		non := strconv.FormatInt(r.Non2xx, 10)
+		if r.SocketErrors != "" {
+			non += "; socket errors " + r.SocketErrors
+		}
+		rows = append(rows, []string{r.Endpoint, "`" + r.Path + "`", server, fmt.Sprintf("%.0f", r.RPS), ratio,
+			fmtFloat(r.P50MS) + " ms", fmtFloat(r.P90MS) + " ms", fmtFloat(r.P99MS) + " ms", non, strconv.Itoa(r.ResponseBytes)})
+	}
+	m.table([]string{"Endpoint", "Path", "Server", "Requests/s", "vs bare", "p50", "p90", "p99", "non-2xx", "Body bytes"}, rows)
+	writeProfiles(m, res)
+	m.command(cmds["http"])
+	m.p("Each row's wrk command line (the server ports change from run to run) is kept in `build/bench/http.json`; for example:")
+	m.p("")
+	if len(res.Runs) > 0 {
+		m.command(res.Runs[len(res.Runs)-1].Command)
+	}
+}
+
+func writeRoundTrips(m *md, trips []RoundTrip, cmds map[string]string) {
+	m.p("## 3. Store round trips per request (DynamoDB Local)")
+	m.p("")
+	m.p("`BenchmarkStoreRoundTrips` (`shared/pipeline/roundtrips_bench_test.go`) runs the same pipeline on the DynamoDB store over a fresh " +
+		"DynamoDB Local table, through a `*dynamodb.Client` built with an aws-sdk-go-v2 middleware (smithy `Initialize` step) that counts and times " +
+		"every operation, sets `ReturnConsumedCapacity=TOTAL` and sums the `ConsumedCapacity` of each answer. A call belongs to the critical path " +
+		"when it ended before the response's first byte was written; **sequential** counts the longest chain of calls that each started after the " +
+		"previous one ended (calls side by side, as concurrent batch items make, are one step). **Handler** counts everything until `ServeHTTP` returns, " +
+		"which in Lambda is when API Gateway gets the response. The worker columns are what applying the request's usage events costs later. " +
+		"**RRU** and **WRU** are on-demand request units by AWS's published rules " +
+		"(https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html), from the sizes of the items each call " +
+		"read or wrote (updated items are read back after the request, uncounted): a read per 4 KB (half for eventually consistent reads, " +
+		"a missing item still one unit), a write per 1 KB, a transaction twice that per item. A single-item write refused by its condition " +
+		"is charged by DynamoDB and is priced here at the minimum; a cancelled transaction is priced the same way per item (an assumption, " +
+		"an upper bound: it only matters for the batch). DynamoDB Local's own `ConsumedCapacity` is shown beside them but not used: the emulator reports the same 4 units " +
+		"for a transaction of one small item as of four, and nothing for refused writes. Averages per request over the runs; durations are " +
+		"DynamoDB Local's (a JVM on the same two cores), not DynamoDB's.")
+	m.p("")
+	var rows [][]string
+	for _, r := range orderKinds(trips) {
+		rows = append(rows, []string{kindLabel(r.Kind), strconv.Itoa(r.Status), fmtFloat(r.CritSteps), fmtFloat(r.CritCalls),
+			fmtFloat(r.HandlerSteps), fmtFloat(r.HandlerCalls), fmtFloat(r.FailedConditions), fmtFloat(r.RRU), fmtFloat(r.WRU),
+			fmtFloat(r.LocalRCU) + " / " + fmtFloat(r.LocalWCU),
+			fmtFloat(r.Events), fmtFloat(r.WorkerCalls) + " / " + fmtFloat(r.WorkerWRU), fmtFloat(r.CritMS) + " / " + fmtFloat(r.HandlerMS) + " / " + fmtFloat(r.HandlerP50MS),
+			strconv.Itoa(r.Requests)})
+	}
+	m.table([]string{"Request", "Status", "Sequential before first byte", "Calls before first byte", "Sequential in handler", "Calls in handler",
+		"Refused conditions", "RRU", "WRU", "DynamoDB Local's RCU / WCU", "Usage events", "Worker calls / WRU",
+		"ms: first byte / handler (means) / handler (median)", "Runs"}, rows)
+	m.p("The calls, in order (request units by AWS's rules: `R` read, `W` write; `×N` repeats in a row):")
+	m.p("")
+	for _, r := range orderKinds(trips) {
+		m.p("- **%s**: %s", kindLabel(r.Kind), strings.Join(r.CritPath, " → "))
+		if len(r.AfterPath) > 0 {
+			m.p("  - after the first byte: %s", strings.Join(r.AfterPath, " → "))
+		}
+		if len(r.WorkerPath) > 0 {
+			wp := r.WorkerPath
+			if len(wp) > 4 {
+				wp = append(slices.Clone(wp[:2]), fmt.Sprintf("… %s calls in all", fmtFloat(r.WorkerCalls)))
+			}
+			m.p("  - then the worker, for the request's usage events: %s", strings.Join(wp, " → "))
+		}
+	}
+	m.p("")
+	m.p("What each call is for:")
+	m.p("")
+	keys := make([]string, 0, len(stepRole))
+	for k := range stepRole {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		m.p("- `%s`: %s", k, stepRole[k])
+	}
+	m.p("")
+	if b, ok := findTrip(trips, batchKind); ok {
+		m.p("The batch's 20 items authenticate, are admitted and are billed one by one, all with the same key and account: their limits puts "+
+			"and reserve transactions contend for the key's limits record and the account item, so %s writes per batch were refused by their "+
+			"condition and retried, and the longest chain of calls is %s long (the path above is that chain).",
+			fmtFloat(b.FailedConditions), fmtFloat(b.CritSteps))
+		m.p("")
+	}
+	m.command(cmds["roundtrips"])
+}
+
+func findTrip(trips []RoundTrip, kind string) (RoundTrip, bool) {
+	for _, t := range trips {
+		if t.Kind == kind {
+			return t, true
+		}
+	}
+	return RoundTrip{}, false
+}
+
+func orderKinds(trips []RoundTrip) []RoundTrip {
+	order := []string{"cache_hit", "cache_hit_idempotency_key", "paid_uncached", "paid_uncached_idempotency_key", "paid_failure_refund",
+		"paid_failure_refund_idempotency_key", "idempotent_replay", "batch_20_paid_uncached"}
+	out := slices.Clone(trips)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := slices.Index(order, out[i].Kind), slices.Index(order, out[j].Kind)
+		if a < 0 {
+			a = len(order)
+		}
+		if b < 0 {
+			b = len(order)
+		}
+		return a < b
+	})
+	return out
+}
+
+func writeCost(m *md, tripBy map[string]RoundTrip) {
+	m.p("## 4. Cost per million calls")
+	m.p("")
+	m.p("US dollars per million calls, from the unit prices below (constants in `scripts/bench/cost.go`, entered %s: AWS public on-demand list "+
+		"prices, us-east-1, first tier, no free tier; **check them against the pages before relying on these figures**) and the measurements of "+
+		"section 3 (request units by AWS's rules). Lambda duration is the handler's median time on DynamoDB Local with a zero-latency upstream, "+
+		"rounded up to the millisecond, at the configured memory (`infra/stack/sizing.go`: %d MB for `knowledge`, which serves company_registry; %d MB for "+
+		"`batch`; %d MB for the worker).", PricesTaken, lambdaMemoryMB("knowledge"), lambdaMemoryMB("batch"), lambdaMemoryMB("worker"))
+	m.p("")
+	m.table([]string{"Constant", "US dollars", "Per", "Source"}, [][]string{
+		{"`APIGatewayHTTPPerMillion`", fmtPrice(APIGatewayHTTPPerMillion), "million HTTP API requests", "https://aws.amazon.com/api-gateway/pricing/"},
+		{"`LambdaArmPerGBSecond`", fmtPrice(LambdaArmPerGBSecond), "GB-second, Arm", "https://aws.amazon.com/lambda/pricing/"},
+		{"`LambdaPerMillionRequests`", fmtPrice(LambdaPerMillionRequests), "million invocations", "https://aws.amazon.com/lambda/pricing/"},
+		{"`DynamoDBPerMillionRRU`", fmtPrice(DynamoDBPerMillionRRU), "million read request units, on-demand", "https://aws.amazon.com/dynamodb/pricing/on-demand/"},
+		{"`DynamoDBPerMillionWRU`", fmtPrice(DynamoDBPerMillionWRU), "million write request units, on-demand", "https://aws.amazon.com/dynamodb/pricing/on-demand/"},
+		{"`SQSPerMillionRequests`", fmtPrice(SQSPerMillionRequests), "million standard-queue requests", "https://aws.amazon.com/sqs/pricing/"},
+		{"`CloudWatchLogsPerGB`", fmtPrice(CloudWatchLogsPerGB), "GB of logs ingested", "https://aws.amazon.com/cloudwatch/pricing/"},
+	})
+	type column struct {
+		label string
+		in    CostInput
+	}
+	var cols []column
+	for _, c := range []struct {
+		kind, label, fn string
+		calls           float64
+	}{
+		{uncachedKind, "Paid uncached success", "knowledge", 1},
+		{"paid_uncached_idempotency_key", "… with Idempotency-Key", "knowledge", 1},
+		{cacheHitKind, "Cache hit (0 credits)", "knowledge", 1},
+		{batchKind, "Batch of 20, per item", "batch", itemsPerBatch},
+	} {
+		r, ok := tripBy[c.kind]
+		if !ok {
+			continue
+		}
+		cols = append(cols, column{c.label, CostInput{Function: c.fn, HandlerMS: r.HandlerP50MS, Calls: c.calls, RRU: r.RRU, WRU: r.WRU,
+			Events: r.Events, WorkerMS: r.WorkerP50MS, WorkerRRU: r.WorkerRRU, WorkerWRU: r.WorkerWRU, LogBytes: r.LogBytes}})
+	}
+	if len(cols) == 0 {
+		return
+	}
+	head := []string{"Per million calls"}
+	var perCol [][]CostLine
+	var totals, logs []float64
+	for _, c := range cols {
+		head = append(head, c.label)
+		lines, total, lg := Cost(c.in)
+		perCol, totals, logs = append(perCol, lines), append(totals, total), append(logs, lg)
+	}
+	var rows [][]string
+	for i, l := range perCol[0] {
+		row := []string{l.Item}
+		for j := range cols {
+			cl := perCol[j][i]
+			unit := cl.Unit
+			if cl.Units == 1 {
+				unit = strings.TrimSuffix(unit, "s")
+			}
+			cell := fmtDollars(cl.PerMillion) + " (" + fmtUnits(cl.Units) + " " + unit
+			if cl.Note != "" && strings.Contains(cl.Item, "duration") {
+				cell += "; " + cl.Note
+			}
+			row = append(row, cell+")")
+		}
+		rows = append(rows, row)
+	}
+	total := []string{"**Total (the issue's items)**"}
+	withLogs := []string{"CloudWatch Logs, request log lines (not in the issue's list)"}
+	all := []string{"Total with those logs"}
+	tens := []string{"Total if SQS sends were full batches of ten"}
+	for j, c := range cols {
+		total = append(total, "**"+fmtDollars(totals[j])+"**")
+		withLogs = append(withLogs, fmtDollars(logs[j])+" ("+fmtFloat(c.in.LogBytes/c.in.Calls)+" bytes)")
+		all = append(all, fmtDollars(totals[j]+logs[j]))
+		in := c.in
+		in.SendsOfTen = true
+		_, t10, _ := Cost(in)
+		tens = append(tens, fmtDollars(t10))
+	}
+	rows = append(rows, total, tens, withLogs, all)
+	m.table(head, rows)
+	if r, ok := tripBy[uncachedKind]; ok {
+		lines, t, _ := Cost(cols[0].in)
+		var ddb float64
+		for _, l := range lines {
+			if strings.HasPrefix(l.Item, "DynamoDB") {
+				ddb += l.PerMillion
+			}
+		}
+		m.p("DynamoDB dominates: a paid uncached success writes %s WRU on the request path (the reserve transaction writes four items at "+
+			"twice the unit cost of a plain write; then the settle, the cache entry and two limits puts) and %s more in the "+
+			"worker, and reads %s RRU; DynamoDB is %.0f%% of its %s.", fmtFloat(r.WRU), fmtFloat(r.WorkerWRU), fmtFloat(r.RRU), 100*ddb/t, fmtDollars(t))
+		m.p("")
+	}
+	if len(cols) == 4 && totals[3] > totals[0] {
+		m.p("A batch item costs %.1f× a single paid call although it shares one API Gateway request and one invocation: its 20 items "+
+			"contend for one key's limits record and one account item, and every refused or cancelled write is paid for and retried "+
+			"(section 3), while the batch function's 1,024 MB are billed for the whole batch.", totals[3]/totals[0])
+	}
+	m.p("")
+	m.p("Each further 10 ms of duration (a real upstream's latency, real DynamoDB round trips slower than DynamoDB Local's, the after-invocation "+
+		"SQS flush, which Lambda bills until the internal extension is done) adds %s per million calls at 512 MB and %s at 1,024 MB. "+
+		"The emitter flushes after every invocation, so a single call sends a SendMessageBatch of one entry, not of ten; the 'full batches of ten' "+
+		"row shows what batching across calls would save. Not included: data transfer out, CloudWatch metrics and alarms, the Secrets Manager "+
+		"read per cold start, Lambda platform log lines (START, END, REPORT), storage.", fmtDollars(perExtraMS("knowledge", 10)), fmtDollars(perExtraMS("batch", 10)))
+	m.p("")
+	m.command("go run ./scripts/bench report -in build/bench -out BENCHMARKS.md   # prices: scripts/bench/cost.go; figures: section 3")
+}
+
+func fmtPrice(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+func writeStartup(m *md, res StartupResult, cmds map[string]string) {
+	m.p("## 5. Functions: bootstrap size and start-up")
+	m.p("")
+	m.p("Sizes are `make build`'s linux/arm64 bootstraps (static, stripped, `-tags lambda.norpc`). This machine is %s, so start-up is measured "+
+		"on %s builds of the same mains with the same flags, each started %d times against a fake Lambda Runtime API "+
+		"(`scripts/bench/startup.go`): GET `/2018-06-01/runtime/invocation/next` returns one event, POST `…/response` ends the run; Extensions API "+
+		"calls are refused at once. **Init** is process start to the first `next` request (the runtime is ready); **first answer** is process start to "+
+		"the response POST. The API functions run without `MERIDIAN_TABLE` (no AWS calls: the key cannot be found, so the answer is a typed 401); "+
+		"the worker cannot start without a table, so it gets a fresh DynamoDB Local table and an SQS event of one usage event, whose two writes "+
+		"are part of its answer. Lambda adds its own environment set-up and the arm64 CPU; compare these figures with each other.",
+		res.HostArch, res.HostArch, res.Runs)
+	m.p("")
+	var rows [][]string
+	for _, f := range res.Functions {
+		ok := "yes"
+		if f.Arm64Bytes >= targetBootstrapBytes {
+			ok = "**no**"
+		}
+		status := strconv.Itoa(f.Status)
+		if f.Function == "worker" {
+			status = "`" + f.Answer + "`"
+		}
+		minA, maxA := slices.Min(f.AnswerMS), slices.Max(f.AnswerMS)
+		rows = append(rows, []string{f.Function, strconv.FormatInt(f.Arm64Bytes, 10), fmtMiB(f.Arm64Bytes), ok, fmtMiB(f.HostBytes),
+			strconv.Itoa(lambdaMemoryMB(f.Function)), eventCell(f.Event) + " → " + status,
+			fmtFloat(median(f.InitMS)) + " ms", fmt.Sprintf("%s ms (%s–%s)", fmtFloat(median(f.AnswerMS)), fmtFloat(minA), fmtFloat(maxA)),
+			fmtFloat(f.InitTraceMS) + " ms"})
+	}
+	m.table([]string{"Function", "arm64 bytes", "arm64", "< 20 MB", res.HostArch + " build", "Memory (MB)", "Event → status",
+		"Init (median)", "First answer (median, min–max)", "Package initialisers"}, rows)
+	for _, f := range res.Functions {
+		if f.Function == "knowledge" || f.Function == "worker" {
+			m.p("- `%s`: %s package initialisers run for %s ms in all (one run with `GODEBUG=inittrace=1`); the slowest: %s.",
+				f.Function, strconv.Itoa(f.InitPackages), fmtFloat(f.InitTraceMS), strings.Join(f.InitSlowest, ", "))
+		}
+	}
+	m.p("")
+	m.command(cmds["startup"])
+	m.p("Host builds: `%s`.", res.BuildCommand)
+	m.p("")
+}
+
+// profileFrames are the functions whose cumulative share of the local
+// server's CPU samples section 2 reports.
+var profileFrames = []struct{ label, fn string }{
+	{"net/http serving connections (all of the below included)", "net/http.(*conn).serve"},
+	{"API Gateway event adaptation, Lambda adapter and pipeline", "app.LocalHandler.Local.func1"},
+	{"the pipeline (`Pipeline.ServeHTTP`)", "pipeline.(*Pipeline).ServeHTTP"},
+	{"per-key limits: admission", "pipeline.(*Pipeline).admit"},
+	{"per-key limits: slot release", "pipeline.(*Pipeline).release"},
+	{"bbolt write transactions, every caller", "go.etcd.io/bbolt.(*DB).Update"},
+	{"bbolt commits (part of the line above)", "go.etcd.io/bbolt.(*Tx).Commit"},
+	{"bbolt read transactions", "go.etcd.io/bbolt.(*DB).View"},
+	{"in-process usage worker (outcome counters)", "usage.(*LocalQueue).apply"},
+	{"encoding/json decoding, every caller", "encoding/json.Unmarshal"},
+	{"garbage collector (background marking)", "runtime.gcBgMarkWorker"},
+}
+
+// profileShares reads a CPU profile's cumulative shares with go tool pprof.
+func profileShares(path string) (map[string]float64, error) {
+	out, err := exec.Command("go", "tool", "pprof", "-top", "-cum", "-nodefraction=0.002", path).Output()
+	if err != nil {
+		return nil, err
+	}
+	shares := map[string]float64{}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.HasSuffix(f[4], "%") {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSuffix(f[4], "%"), 64)
+		if err != nil {
+			continue
+		}
+		name := strings.Join(f[5:], " ")
+		for _, fr := range profileFrames {
+			if strings.HasSuffix(name, fr.fn) && shares[fr.fn] == 0 {
+				shares[fr.fn] = v
+			}
+		}
+	}
+	return shares, nil
+}
+
+func writeProfiles(m *md, res HTTPResult) {
+	var stores []string
+	cols := map[string]map[string]float64{}
+	for _, st := range res.Stores {
+		path, ok := res.Profiles[st]
+		if !ok {
+			continue
+		}
+		shares, err := profileShares(path)
+		if err != nil {
+			logf("profile %s: %v", path, err)
+			continue
+		}
+		stores, cols[st] = append(stores, st), shares
+	}
+	if len(stores) == 0 {
+		return
+	}
+	m.p("Where the local server's CPU goes: a CPU profile of each local server over its serving time (warm-ups and both endpoints), " +
+		"cumulative share of its samples (`go tool pprof -top -cum build/bench/http/local-STORE.prof`):")
+	m.p("")
+	head := []string{"Function"}
+	for _, st := range stores {
+		head = append(head, st+" store")
+	}
+	var rows [][]string
+	for _, fr := range profileFrames {
+		row := []string{fr.label + " (`" + fr.fn + "`)"}
+		found := false
+		for _, st := range stores {
+			v, ok := cols[st][fr.fn]
+			if ok {
+				found = true
+				row = append(row, fmtFloat(v)+"%")
+			} else {
+				row = append(row, "–")
+			}
+		}
+		if found {
+			rows = append(rows, row)
+		}
+	}
+	m.table(head, rows)
+	if sh := cols[stores[0]]; sh != nil && sh["app.LocalHandler.Local.func1"] > 0 {
+		m.p("The event adaptation costs little (%s%% of samples between the local handler and the pipeline, %s store); bbolt's write transactions "+
+			"and the in-process worker's outcome writes are the largest parts, and bbolt runs one write transaction at a time for the whole file.",
+			fmtFloat(sh["app.LocalHandler.Local.func1"]-sh["pipeline.(*Pipeline).ServeHTTP"]), stores[0])
+		m.p("")
+	}
+}
+
+// eventCell names an event file in code style, or describes a built one.
+func eventCell(event string) string {
+	if name, ok := strings.CutPrefix(event, "testdata/events/"); ok {
+		return "`" + name + "`"
+	}
+	return event
+}
