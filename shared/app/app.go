@@ -168,8 +168,10 @@ func LambdaDeps(ctx context.Context, logger *slog.Logger) (Deps, error) {
 	if err != nil {
 		return Deps{}, err
 	}
-	// In AWS the operator token lives in the Secrets Manager secret too.
-	admin, _ := lookup(EnvAdminToken)
+	admin, err := AdminToken(ctx, nil)
+	if err != nil {
+		return Deps{}, err
+	}
 	deps := Deps{Store: s, Throttle: ThrottleFromEnv(), Upstream: NewUpstream(logger, lookup, ""), AdminToken: admin}
 	if s != nil {
 		e, err := queueEmitter(ctx, s, logger)

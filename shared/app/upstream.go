@@ -25,6 +25,7 @@ const (
 	EnvUpstream         = "MERIDIAN_UPSTREAM"          // "replay": every wired route answers from fixtures (local server only)
 	EnvUpstreamFixtures = "MERIDIAN_UPSTREAM_FIXTURES" // replay fixtures folder (default testdata/upstream)
 	EnvUpstreamSecret   = "MERIDIAN_UPSTREAM_SECRET"   // Secrets Manager secret (name or ARN) holding upstream variables as a JSON object
+	EnvAdminSecret      = "MERIDIAN_ADMIN_SECRET"      // Secrets Manager secret (name or ARN) whose value is the operator token
 )
 
 // UpstreamReplay is the value of MERIDIAN_UPSTREAM that turns replay on.
@@ -48,6 +49,32 @@ func secretValues(ctx context.Context, client SecretsAPI, id string) (map[string
 		return nil, errors.New("upstream secret is not a JSON object of string values")
 	}
 	return values, nil
+}
+
+// AdminToken is the operator token: the value of the secret named by
+// MERIDIAN_ADMIN_SECRET (AWS: only the service function may read it), or
+// else MERIDIAN_ADMIN_TOKEN.
+func AdminToken(ctx context.Context, secrets SecretsAPI) (string, error) {
+	id := strings.TrimSpace(os.Getenv(EnvAdminSecret))
+	if id == "" {
+		return os.Getenv(EnvAdminToken), nil
+	}
+	if secrets == nil {
+		cfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return "", err
+		}
+		secrets = secretsmanager.NewFromConfig(cfg)
+	}
+	out, err := secrets.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)})
+	if err != nil {
+		return "", fmt.Errorf("read the operator secret: %w", err)
+	}
+	token := strings.TrimSpace(aws.ToString(out.SecretString))
+	if token == "" {
+		return "", errors.New("the operator secret is empty")
+	}
+	return token, nil
 }
 
 // lookupWith reads a variable from values first, then the environment.

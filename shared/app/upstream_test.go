@@ -233,3 +233,17 @@ func TestLocalEventsFeedStatus(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+func TestAdminTokenFromItsOwnSecret(t *testing.T) {
+	t.Setenv(app.EnvAdminToken, "from-env")
+	if tok, err := app.AdminToken(context.Background(), fakeSecrets{secret: "ignored"}); err != nil || tok != "from-env" {
+		t.Fatalf("without a secret id the environment answers: %q %v", tok, err)
+	}
+	t.Setenv(app.EnvAdminSecret, "meridian/admin")
+	if tok, err := app.AdminToken(context.Background(), fakeSecrets{secret: " op-token \n"}); err != nil || tok != "op-token" {
+		t.Fatalf("the secret's value is the token: %q %v", tok, err)
+	}
+	if _, err := app.AdminToken(context.Background(), fakeSecrets{secret: ""}); err == nil {
+		t.Fatal("an empty operator secret is an error at start-up")
+	}
+}

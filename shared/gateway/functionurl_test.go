@@ -3,8 +3,11 @@ package gateway_test
 import (
 	"context"
 	"io"
+	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -31,5 +34,31 @@ func TestFunctionURLAnswersStream(t *testing.T) {
 	raw, _ := io.ReadAll(stream)
 	if !strings.HasSuffix(string(raw), `{"success":false}`) || !strings.Contains(string(raw), `"statusCode":401`) {
 		t.Fatalf("stream: %q", raw)
+	}
+}
+
+// A call through API Gateway must end before its 30-second integration
+// timeout; a function URL call has no such limit.
+func TestAPIGatewayCallsEndBeforeItsTimeout(t *testing.T) {
+	var deadline time.Time
+	var has bool
+	h := gateway.Lambda(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		deadline, has = r.Context().Deadline()
+	}), slog.New(slog.DiscardHandler), "")
+	ev := events.APIGatewayV2HTTPRequest{RawPath: "/v1", RouteKey: "$default"}
+	ev.RequestContext.HTTP.Method, ev.RequestContext.HTTP.Path = "GET", "/v1"
+	ev.RequestContext.DomainName = "a1b2c3d4e5.execute-api.eu-west-2.amazonaws.com"
+	if _, err := h(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	if !has || time.Until(deadline) > gateway.APIGatewayBudget || time.Until(deadline) < gateway.APIGatewayBudget-5*time.Second {
+		t.Fatalf("deadline in %v; want about %v", time.Until(deadline), gateway.APIGatewayBudget)
+	}
+	ev.RequestContext.DomainName = "abcdefghij.lambda-url.eu-west-2.on.aws"
+	if _, err := h(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	if has {
+		t.Fatalf("a function URL call got a deadline in %v", time.Until(deadline))
 	}
 }

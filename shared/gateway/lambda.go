@@ -11,12 +11,17 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/meridian-data/meridian/shared/envelope"
 )
+
+// APIGatewayBudget is how long a call reached through API Gateway may run:
+// under its 30-second integration timeout, with room to answer.
+const APIGatewayBudget = 28 * time.Second
 
 // EventHandler is a Lambda handler for API Gateway v2 events.
 type EventHandler func(context.Context, events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
@@ -37,6 +42,14 @@ func Lambda(h http.Handler, logger *slog.Logger, errorsURL string) EventHandler 
 		ev.RawQueryString = escapeUnsafe(ev.RawQueryString)
 		if !readable(ev) {
 			return unreadable(logger, errorsURL, ev), nil
+		}
+		if !fromFunctionURL(ev) {
+			// API Gateway answers the caller 503 after 30 s whatever the
+			// function does: end the call before that, so a call the
+			// caller saw fail is refunded, never settled behind its back.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, APIGatewayBudget)
+			defer cancel()
 		}
 		resp, err := adapter.ProxyWithContext(ctx, ev)
 		if err != nil {
