@@ -8,6 +8,10 @@ BUILD_ENV := CGO_ENABLED=0 GOOS=linux GOARCH=arm64 GOFLAGS=-mod=readonly
 BUILD_FLAGS := -trimpath -buildvcs=false -tags lambda.norpc -ldflags='-s -w -buildid='
 
 .PHONY: run test unit infra-test lint build check-build fuzz clean
+# One target at a time, even under make -j: unit and infra-test share
+# DynamoDB Local's state directory (.tools/dynamodb-local), and each stops
+# the emulator when it finishes.
+.NOTPARALLEL:
 
 run: ## start the API locally on MERIDIAN_ADDR (default 127.0.0.1:8080)
 	$(GO) run ./functions/local

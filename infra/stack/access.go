@@ -158,9 +158,10 @@ var FanOuts = map[registry.Family]FanOut{
 
 // SecretReaders returns the functions that may read the upstream secret,
 // each with its reasons: the families serving an endpoint through a
-// provider that reads secrets (adapters.All()), the fan-out families that
-// run such endpoints, and the service family (the operator token
-// MERIDIAN_ADMIN_TOKEN). The others never get MERIDIAN_UPSTREAM_SECRET.
+// provider that reads secrets (adapters.All()) and the fan-out families
+// that run such endpoints. The others (service among them: the operator
+// token has its own secret, AdminSecretReaders) never get
+// MERIDIAN_UPSTREAM_SECRET.
 func SecretReaders(reg *registry.Registry) map[string][]string {
 	secretEndpoints := map[string][]string{} // endpoint key -> provider: secret names
 	for _, p := range adapters.All() {
@@ -199,7 +200,20 @@ func SecretReaders(reg *registry.Registry) map[string][]string {
 			}
 		}
 	}
-	add(string(registry.Service), "reads the operator token MERIDIAN_ADMIN_TOKEN for /admin")
+	return readers
+}
+
+// AdminSecretReaders returns the functions that may read the operator
+// secret (MERIDIAN_ADMIN_SECRET): the families serving the operator API's
+// routes (IsAdminRoute), each with the routes it serves. Today: service.
+func AdminSecretReaders(reg *registry.Registry) map[string][]string {
+	readers := map[string][]string{}
+	for _, r := range reg.Routes() {
+		if IsAdminRoute(r) {
+			fn := string(r.Family)
+			readers[fn] = append(readers[fn], "serves "+r.Method+" "+r.Path+" (x-admin-token)")
+		}
+	}
 	return readers
 }
 
@@ -222,7 +236,7 @@ func fanOutReaches(reg *registry.Registry, fam registry.Family, fo FanOut, platf
 }
 
 // StreamingFunctions are the functions that get a Lambda function URL with
-// response streaming: the families of endpoints that stream (stream=1,
+// response streaming when Config.StreamingURLs is on: the families of endpoints that stream (stream=1,
 // server-sent events) and the family serving /mcp (MCP Streamable HTTP).
 func StreamingFunctions(reg *registry.Registry) []string {
 	var names []string

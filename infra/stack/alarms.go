@@ -26,11 +26,17 @@ const (
 	QueueAgeSeconds = 600
 )
 
-// Statement ids of the alarm key's policy.
+// Statement ids of the alarm key's policy and the alarm topic's policy.
 const (
-	SidKeyAdmin  = "KeyAdministration"
-	SidKeyAlarms = "CloudWatchAlarmsPublish"
+	SidKeyAdmin    = "KeyAdministration"
+	SidKeyAlarms   = "CloudWatchAlarmsPublish"
+	SidTopicAlarms = "CloudWatchAlarmsOfThisStack"
 )
+
+// AlarmNamePrefix begins the name of every alarm of a stage's stack
+// (STACK-ID, e.g. Meridian-dev-DeadLetters), which the topic policy's
+// aws:SourceArn condition matches.
+func AlarmNamePrefix(stage string) string { return StackName(stage) + "-" }
 
 // alarms: every alarm notifies one SNS topic, encrypted with a customer
 // managed key (CloudWatch cannot publish to a topic under the AWS managed
@@ -65,12 +71,32 @@ func (m *Meridian) alarms() {
 		MasterKey:   key,
 		EnforceSSL:  jsii.Bool(true),
 	})
+	m.AlarmTopic = topic
+	// With a topic policy (EnforceSSL writes one) the default policy is
+	// gone, and the SSL-only Deny alone would let no one publish: allow
+	// CloudWatch, for this account's alarms of this stack only.
+	prefix := *st.StackName() + "-" // AlarmNamePrefix
+	topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String(SidTopicAlarms),
+		Effect:     awsiam.Effect_ALLOW,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("sns:Publish"),
+		Resources:  &[]*string{topic.TopicArn()},
+		Conditions: &map[string]interface{}{
+			"StringEquals": map[string]interface{}{"aws:SourceAccount": st.Account()},
+			"ArnLike": map[string]interface{}{"aws:SourceArn": awscdk.Fn_Join(jsii.String(""), &[]*string{
+				jsii.String("arn:"), st.Partition(), jsii.String(":cloudwatch:"), st.Region(), jsii.String(":"),
+				st.Account(), jsii.String(":alarm:" + prefix + "*"),
+			})},
+		},
+	}))
 	if m.Config.AlarmEmail != "" {
 		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(m.Config.AlarmEmail), nil))
 	}
 	action := awscloudwatchactions.NewSnsAction(topic)
 	alarm := func(id, description string, metric awscloudwatch.IMetric, threshold float64, periods, datapoints int) {
 		a := awscloudwatch.NewAlarm(st, jsii.String(id), &awscloudwatch.AlarmProps{
+			AlarmName:          jsii.String(prefix + id),
 			Metric:             metric,
 			AlarmDescription:   jsii.String(description),
 			Threshold:          jsii.Number(threshold),

@@ -6,7 +6,9 @@ package stack
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -24,6 +26,7 @@ const (
 	CtxLogLevel           = "logLevel"           // MERIDIAN_LOG_LEVEL (and Lambda's application log level)
 	CtxFairUse            = "fairUse"            // MERIDIAN_FAIR_USE
 	CtxErrorsURL          = "errorsUrl"          // MERIDIAN_ERRORS_URL
+	CtxStreamingURLs      = "streamingUrls"      // true: public function URLs for the streaming functions (default false)
 )
 
 // Stages the stack knows. A stage is a preset, chosen with -c stage=NAME.
@@ -36,8 +39,9 @@ const (
 // Stage; the other context keys override single values.
 type Config struct {
 	Stage string
-	// Prod turns on deletion protection and RETAIN for the table, the
-	// secret, the key and the log groups.
+	// Prod turns on deletion protection for the table, and RETAIN for
+	// the table, the queue and its dead-letter queue, the secrets, the
+	// alarm key and the log groups.
 	Prod bool
 	// LogRetention applies to every function's log group and the API's
 	// access log group.
@@ -46,7 +50,8 @@ type Config struct {
 	// function name (a family or "worker"); absent means unreserved. Dev
 	// reserves nothing: a new account's concurrency quota can be as low as
 	// 10, and Lambda refuses reservations that leave under 100 (or its
-	// minimum) unreserved.
+	// minimum) unreserved. StreamingURLs adds reservations in every stage
+	// (Reservations).
 	ReservedConcurrency map[string]int
 	// WorkerMaxConcurrency bounds the worker's SQS pollers (event source
 	// mapping MaximumConcurrency, 2 at least).
@@ -63,8 +68,39 @@ type Config struct {
 	LogLevel           string // debug, info, warn, error
 	FairUse            string // MERIDIAN_FAIR_USE, passed as is
 	ErrorsURL          string // MERIDIAN_ERRORS_URL, passed as is
+	// StreamingURLs gives the streaming functions (StreamingFunctions)
+	// public Lambda function URLs in RESPONSE_STREAM mode. Off by default:
+	// the URLs bypass API Gateway's throttling and access logs, and the
+	// functions do not stream yet. When on, each of those functions gets
+	// reserved concurrency in every stage (Reservations), so a flood on a
+	// URL is capped and cannot take the account's concurrency.
+	StreamingURLs bool
 	// BuildDir holds build/<function>/bootstrap (make build).
 	BuildDir string
+}
+
+// StreamingReservedConcurrency is the reservation a streaming function
+// gets with StreamingURLs when its stage reserves nothing for it (dev):
+// small, so the account keeps the 100 unreserved executions Lambda
+// requires with a quota of 120 or more (the default quota is 1,000).
+const StreamingReservedConcurrency = 10
+
+// Reservations is the reserved concurrency the stack deploys: the stage's
+// ReservedConcurrency, plus, with StreamingURLs, a reservation for each
+// of streaming that has none (StreamingReservedConcurrency).
+func (c Config) Reservations(streaming []string) map[string]int {
+	out := maps.Clone(c.ReservedConcurrency)
+	if out == nil {
+		out = map[string]int{}
+	}
+	if c.StreamingURLs {
+		for _, name := range streaming {
+			if _, ok := out[name]; !ok {
+				out[name] = StreamingReservedConcurrency
+			}
+		}
+	}
+	return out
 }
 
 // Preset returns a stage's defaults.
@@ -149,6 +185,13 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 		default:
 			return Config{}, fmt.Errorf("%s=%q: use debug, info, warn or error", CtxLogLevel, v)
 		}
+	}
+	if v := get(CtxStreamingURLs); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return Config{}, fmt.Errorf("%s=%q: use true or false", CtxStreamingURLs, v)
+		}
+		cfg.StreamingURLs = on
 	}
 	cfg.FairUse = get(CtxFairUse)
 	cfg.ErrorsURL = get(CtxErrorsURL)

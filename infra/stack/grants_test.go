@@ -1,12 +1,14 @@
 package stack_test
 
 // The policies are written from reading shared/store/dynamostore; this test
-// checks them against what the code does. Each function's real handler
-// (app.Function, the same wiring as in Lambda) runs a set of requests of
-// its family against DynamoDB Local through a client that records every
-// DynamoDB call (transactions split into the item actions IAM checks), and
-// the worker applies the messages they emitted and runs its sweep. Every
-// recorded action must be one the function's policy grants.
+// checks them against what the code does, both ways. Each function's real
+// handler (app.Function, the same wiring as in Lambda) runs a set of
+// requests of its family against DynamoDB Local through a client that
+// records every DynamoDB call (transactions split into the item actions
+// IAM checks), and the worker applies the messages they emitted and runs
+// its sweep. Every recorded action must be one the function's policy
+// grants, and every granted action must be recorded, except those listed
+// in unexercised with the reason the replay cannot reach them.
 
 import (
 	"bytes"
@@ -48,6 +50,17 @@ import (
 	"github.com/meridian-data/meridian/shared/store/dynamostore"
 	"github.com/meridian-data/meridian/shared/usage"
 )
+
+// unexercised lists, per function, the granted table actions the replay
+// does not reach, each with its reason. Anything else granted and unused
+// fails the test (exercise it, list it here, or take it out of the policy);
+// an action listed here that the replay does use fails too.
+var unexercised = map[string]map[string]string{
+	stack.WorkerName: {
+		"dynamodb:DeleteItem": "RecordOutcome deletes a request's mark only when the counter update after it " +
+			"fails (so a redelivery counts the event): an error path that needs DynamoDB to fail mid-call",
+	},
+}
 
 // recorder collects the IAM actions of the DynamoDB calls a client makes.
 type recorder struct {
@@ -171,6 +184,72 @@ func dynamoEndpoint(t *testing.T) string {
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 
+// tenant is what a table holds for the replay: an account with credits and
+// its first key, and a broke account (no credits) with its own key.
+type tenant struct {
+	acct         store.Account
+	k            store.Key
+	key, console string
+	brokeKey     string
+}
+
+func (f *fixture) seed(t *testing.T) tenant {
+	t.Helper()
+	ctx := context.Background()
+	var ten tenant
+	var err error
+	if ten.acct, ten.console, err = pipeline.CreateAccount(ctx, f.plain, 100_000, "req_setup"); err != nil {
+		t.Fatal(err)
+	}
+	ten.key, ten.k = auth.NewKey(ten.acct.ID, "infra-test", nil)
+	if ten.k, err = f.plain.CreateFirstKey(ctx, ten.k); err != nil {
+		t.Fatal(err)
+	}
+	broke, _, err := pipeline.CreateAccount(ctx, f.plain, 0, "req_setup_broke")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bk store.Key
+	ten.brokeKey, bk = auth.NewKey(broke.ID, "infra-test-broke", nil)
+	if _, err = f.plain.CreateFirstKey(ctx, bk); err != nil {
+		t.Fatal(err)
+	}
+	return ten
+}
+
+// compareGrants fails on an action used and not granted, and on one
+// granted and neither used nor listed in unexercised. The leases index
+// must be used exactly as granted.
+func compareGrants(t *testing.T, fn string, rec *recorder) {
+	t.Helper()
+	got, gotIndex := rec.actions()
+	want, wantIndex := stack.TableActions(fn)
+	for _, a := range got {
+		if !slices.Contains(want, a) {
+			t.Errorf("%s called %s, which its policy does not grant (granted: %v)", fn, a, want)
+		}
+	}
+	for _, a := range want {
+		reason, listed := unexercised[fn][a]
+		switch used := slices.Contains(got, a); {
+		case used && listed:
+			t.Errorf("%s used %s, listed as unexercised (%s): take it off the list", fn, a, reason)
+		case !used && !listed:
+			t.Errorf("%s's policy grants %s, which the replay never used: exercise it, list it in unexercised "+
+				"with the reason, or take it out of the policy", fn, a)
+		}
+	}
+	for a := range unexercised[fn] {
+		if !slices.Contains(want, a) {
+			t.Errorf("%s: unexercised lists %s, which its policy does not grant", fn, a)
+		}
+	}
+	if !equalStrings(gotIndex, wantIndex) {
+		t.Errorf("%s used %v on the leases index, its policy grants %v", fn, gotIndex, wantIndex)
+	}
+	t.Logf("%s used %v (index %v); granted %v (index %v)", fn, got, gotIndex, want, wantIndex)
+}
+
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{endpoint: dynamoEndpoint(t), table: fmt.Sprintf("meridian-infra-%d", time.Now().UnixNano())}
@@ -266,7 +345,6 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs DynamoDB Local")
 	}
-	f := newFixture(t)
 	ctx := context.Background()
 	logger := slog.New(slog.DiscardHandler)
 	reg := registry.Default()
@@ -279,14 +357,6 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 	defer stopReplay()
 	noSecrets := func(string) (string, bool) { return "", false }
 
-	acct, consoleToken, err := pipeline.CreateAccount(ctx, f.plain, 100_000, "req_setup")
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, k := auth.NewKey(acct.ID, "infra-test", nil)
-	if k, err = f.plain.CreateFirstKey(ctx, k); err != nil {
-		t.Fatal(err)
-	}
 	const adminToken = "op-infra-test"
 	var emitted []queue.Message
 	var seq atomic.Int64
@@ -294,6 +364,14 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 
 	for _, family := range registry.Families {
 		t.Run(string(family), func(t *testing.T) {
+			// Each family on a table of its own, as a fresh deployment: the
+			// response cache is shared across accounts, and entries the
+			// other families wrote would answer batch items and MCP tool
+			// calls for free, never reaching the paid path (Reserve,
+			// Settle).
+			f := newFixture(t)
+			ten := f.seed(t)
+			key, consoleToken := ten.key, ten.console
 			rec := newRecorder()
 			st := dynamostore.New(f.client(rec), f.table)
 			q := &capturingQueue{}
@@ -307,6 +385,7 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 			c := caller{t: t, handler: h, flush: func() { _ = emitter.Flush(ctx) }}
 			apiKey := []string{"x-api-key", key}
 			requests := 0
+			var paid *registry.Endpoint // the family's first paid endpoint that answered
 			for _, e := range reg.Endpoints() {
 				if e.Family != family || e.RetiredFor != "" || (e.Method != "" && e.Method != http.MethodGet) {
 					continue
@@ -315,7 +394,7 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 				if !ok {
 					continue
 				}
-				c.do(http.MethodGet, target, nil, append(apiKey, "Idempotency-Key", idem())...)
+				code, _ := c.do(http.MethodGet, target, nil, append(apiKey, "Idempotency-Key", idem())...)
 				c.do(http.MethodGet, target, nil, apiKey...) // a cache hit, or the same again
 				sep := "?"
 				if strings.Contains(target, "?") {
@@ -323,6 +402,21 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 				}
 				c.do(http.MethodGet, target+sep+"dry_run=1", nil, apiKey...)
 				requests += 3
+				if paid == nil && e.Kind == registry.Data && e.Cost > 0 && code == http.StatusOK {
+					paid = e
+				}
+			}
+			if paid != nil {
+				// A paid call the account cannot afford, past the cache: 402,
+				// which frees its Idempotency-Key (ReleaseIdempotency). In a
+				// family where every call answered (media, apps), this is
+				// the only release; elsewhere an endpoint with no live source
+				// (501) releases its key too.
+				target, _ := exampleRequest(paid, "")
+				if code, body := c.do(http.MethodGet, target, nil, "x-api-key", ten.brokeKey, "Idempotency-Key", idem(),
+					"cache-control", "no-cache"); code != http.StatusPaymentRequired {
+					t.Errorf("broke account: %s answered %d %s, want 402", target, code, body)
+				}
 			}
 			switch family {
 			case registry.Service:
@@ -421,19 +515,7 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 			}
 			// The outbox was written (the first send was refused) and drained.
 			c.flush()
-			got, gotIndex := rec.actions()
-			want, wantIndex := stack.TableActions(string(family))
-			for _, a := range got {
-				if !slices.Contains(want, a) {
-					t.Errorf("%s called %s, which its policy does not grant (granted: %v)", family, a, want)
-				}
-			}
-			for _, a := range gotIndex {
-				if !slices.Contains(wantIndex, a) {
-					t.Errorf("%s called %s on the leases index, which its policy does not grant", family, a)
-				}
-			}
-			t.Logf("%s used %v (index %v); granted %v", family, got, gotIndex, want)
+			compareGrants(t, string(family), rec)
 			q.mu.Lock()
 			emitted = append(emitted, q.msgs...)
 			q.mu.Unlock()
@@ -441,18 +523,31 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 	}
 
 	t.Run(stack.WorkerName, func(t *testing.T) {
+		f := newFixture(t)
+		ten := f.seed(t)
+		acct, k := ten.acct, ten.k
 		rec := newRecorder()
 		st := dynamostore.New(f.client(rec), f.table)
 		w := &usage.Worker{Store: st, Outcomes: st, Outbox: st, Logger: logger}
-		// Reservations to reconcile: one refunded, one settled, by message.
+		// Reservations to reconcile: one refunded, one settled, by message;
+		// the refund is delivered again later (SQS delivers at least once),
+		// which reads the balance after the refund it finds (GetItem). The
+		// usage events the functions emitted are counted; their other
+		// reconciliations, if any, name reservations in the families'
+		// tables and find nothing here (which the worker accepts).
 		msgs := append([]queue.Message{}, emitted...)
+		var again queue.Message
 		for i, action := range []string{usage.Refund, usage.Settle} {
 			reqID := fmt.Sprintf("req_infra_%d_%d", time.Now().UnixNano(), i)
 			if _, err := f.plain.Reserve(ctx, store.Charge{RequestID: reqID, AccountID: acct.ID, KeyID: k.ID, KeyPrefix: k.Prefix,
 				Endpoint: "/v1/company_registry/search", Cost: 1}); err != nil {
 				t.Fatal(err)
 			}
-			msgs = append(msgs, usage.ReconcileMessage(usage.Reconciliation{Action: action, AccountID: acct.ID, RequestID: reqID, At: time.Now()}))
+			msg := usage.ReconcileMessage(usage.Reconciliation{Action: action, AccountID: acct.ID, RequestID: reqID, At: time.Now()})
+			msgs = append(msgs, msg)
+			if action == usage.Refund {
+				again = msg
+			}
 		}
 		if len(msgs) < 3 {
 			t.Fatalf("the functions emitted %d messages", len(msgs))
@@ -468,6 +563,10 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 				t.Errorf("worker batch: %v, failures %v", err, resp.BatchItemFailures)
 			}
 		}
+		resp, err := w.HandleSQS(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: again.ID, Body: string(again.Body), EventSource: "aws:sqs"}}})
+		if err != nil || len(resp.BatchItemFailures) > 0 {
+			t.Errorf("the refund delivered again: %v, failures %v", err, resp.BatchItemFailures)
+		}
 		// An outbox message for the scheduled run to apply.
 		if err := f.plain.PutOutbox(ctx, []store.OutboxMessage{{ID: msgs[0].ID + "-outbox", Body: msgs[0].Body, CreatedAt: time.Now()}}); err != nil {
 			t.Fatal(err)
@@ -475,21 +574,6 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 		if _, err := w.Sweep(ctx); err != nil {
 			t.Errorf("sweep: %v", err)
 		}
-		got, gotIndex := rec.actions()
-		want, wantIndex := stack.TableActions(stack.WorkerName)
-		for _, a := range got {
-			if !slices.Contains(want, a) {
-				t.Errorf("the worker called %s, which its policy does not grant (granted: %v)", a, want)
-			}
-		}
-		for _, a := range gotIndex {
-			if !slices.Contains(wantIndex, a) {
-				t.Errorf("the worker called %s on the leases index, which its policy does not grant", a)
-			}
-		}
-		if !slices.Contains(gotIndex, "dynamodb:Query") {
-			t.Error("the sweep did not query the leases index")
-		}
-		t.Logf("worker used %v (index %v); granted %v %v", got, gotIndex, want, wantIndex)
+		compareGrants(t, stack.WorkerName, rec)
 	})
 }

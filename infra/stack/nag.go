@@ -22,7 +22,12 @@ const (
 	// SMG4 on the upstream secret.
 	ReasonSecretRotation = "The secret holds third-party credentials (API keys, an app password) that only their " +
 		"providers can issue, so no rotation Lambda can rotate them; operators rotate them at the provider and " +
-		"write the new values (README, Deploy to AWS). MERIDIAN_ADMIN_TOKEN is rotated the same way."
+		"write the new values (README, Deploy to AWS)."
+	// SMG4 on the operator secret.
+	ReasonAdminSecretRotation = "The operator token is a shared secret that human operators hold and send as " +
+		"x-admin-token; a rotation Lambda would change it under them without telling anyone. Operators rotate it " +
+		"by writing a new random value and restarting the service function (README, Deploy to AWS), and the " +
+		"operator API is also behind IAM (SigV4), so a leaked token alone opens nothing."
 )
 
 func suppress(c constructs.IConstruct, id, reason string, appliesTo ...string) {
@@ -60,8 +65,9 @@ func (m *Meridian) suppressions() {
 		}
 	}
 	suppress(m.Stack.Node().FindChild(jsii.String("OperatorPolicy")), "AwsSolutions-IAM5", WildcardReasons[SidOperatorApi],
-		`/^Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<Api[0-9A-F]{8}>\/\$default\/\*\/admin\/\*$/`)
+		`/^Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<Api[0-9A-F]{8}>\/\$default\/\*\/admin(\/\*)?$/`)
 	if m.Config.UpstreamSecretName == "" { // created here
 		suppress(m.Secret, "AwsSolutions-SMG4", ReasonSecretRotation)
 	}
+	suppress(m.AdminSecret, "AwsSolutions-SMG4", ReasonAdminSecretRotation)
 }

@@ -9,15 +9,14 @@ import (
 
 // Timeouts. upstream.DefaultTimeout (25 s) bounds one data call over all
 // its routes and retries; API Gateway HTTP APIs answer 503 to the caller
-// after 30 s whatever the function does. The function timeout is above
-// both on purpose: the caller's answer is bounded by API Gateway, but the
-// function must be allowed to finish what the call started so the books
-// stay right without waiting for the sweep: a reservation before the
-// upstream call, then settle or refund after it (billing writes wait up to
-// 15 s each on a contended account), and the usage emitter's flush after
-// the response. Reserve 15 s + upstream 25 s + refund 15 s + flush 5 s
-// = 60 s. A function killed anyway leaves a reservation the worker's
-// sweep refunds once its lease ends.
+// after 30 s whatever the function does, so the app ends a call that came
+// through it at 28 s (gateway.APIGatewayBudget). The function timeout is
+// above that on purpose: what the call started runs detached from its
+// deadline and must be allowed to finish so the books stay right without
+// waiting for the sweep (a refund or settle waits up to 15 s on a
+// contended account; the usage flush after the response takes up to 3 s):
+// 28 s + 15 s + 3 s, rounded up to 60 s. A function killed anyway leaves a
+// reservation the worker's sweep refunds once its lease ends.
 const (
 	APITimeout = 60 * time.Second
 	// WorkerTimeout covers an SQS batch of 10 messages (a few store writes

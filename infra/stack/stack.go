@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -50,8 +51,13 @@ type Meridian struct {
 	Queue     awssqs.Queue
 	DLQ       awssqs.Queue
 	Secret    awssecretsmanager.ISecret
-	// SecretReaders are the functions given the secret, with reasons.
+	// SecretReaders are the functions given the upstream secret, with reasons.
 	SecretReaders map[string][]string
+	// AdminSecret holds the operator token (a plain string), readable by
+	// AdminSecretReaders only.
+	AdminSecret        awssecretsmanager.Secret
+	AdminSecretReaders map[string][]string
+	AlarmTopic         awssns.Topic
 }
 
 // New builds the stack. The stage's settings come from cfg (see
@@ -68,15 +74,17 @@ func New(scope constructs.Construct, cfg Config, props *awscdk.StackProps) *Meri
 	awscdk.Tags_Of(st).Add(jsii.String("stage"), jsii.String(cfg.Stage), nil)
 
 	reg := registry.Default()
+	cfg.ReservedConcurrency = cfg.Reservations(StreamingFunctions(reg))
 	m := &Meridian{
 		Stack: st, Config: cfg,
 		Functions: map[string]awslambda.Function{}, Roles: map[string]awsiam.Role{},
 		LogGroups: map[string]awslogs.LogGroup{}, URLs: map[string]awslambda.FunctionUrl{},
-		SecretReaders: SecretReaders(reg),
+		SecretReaders: SecretReaders(reg), AdminSecretReaders: AdminSecretReaders(reg),
 	}
 	m.table()
 	m.queues()
 	m.secret()
+	m.adminSecret()
 	for _, name := range Functions() {
 		m.function(name)
 	}
@@ -158,12 +166,15 @@ func (m *Meridian) table() {
 }
 
 // queues: the usage queue (usage events and reconciliations) and its
-// dead-letter queue, both SQS-encrypted and SSL-only.
+// dead-letter queue, both SQS-encrypted and SSL-only. Both are retained in
+// prod: refund and settle reconciliations waiting there are money owed or
+// earned, and deleting the stack must not drop them.
 func (m *Meridian) queues() {
 	m.DLQ = awssqs.NewQueue(m.Stack, jsii.String("DeadLetterQueue"), &awssqs.QueueProps{
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),
 		RetentionPeriod: duration(QueueRetention),
+		RemovalPolicy:   m.Config.removal(),
 	})
 	m.Queue = awssqs.NewQueue(m.Stack, jsii.String("Queue"), &awssqs.QueueProps{
 		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
@@ -171,30 +182,53 @@ func (m *Meridian) queues() {
 		RetentionPeriod:   duration(QueueRetention),
 		VisibilityTimeout: duration(VisibilityTimeout),
 		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: m.DLQ, MaxReceiveCount: jsii.Number(MaxReceiveCount)},
+		RemovalPolicy:     m.Config.removal(),
 	})
 	m.out("QueueUrl", *m.Queue.QueueUrl(), "SQS queue of usage events and reconciliations (MERIDIAN_QUEUE_URL)")
 	m.out("DeadLetterQueueUrl", *m.DLQ.QueueUrl(), "Messages the worker could not apply after "+fmt.Sprint(MaxReceiveCount)+" receives")
 }
 
-// secret: the JSON object of upstream credentials and the operator token.
-// Created with a generated MERIDIAN_ADMIN_TOKEN (operators add the
-// upstream keys), or an existing secret named by upstreamSecretName.
+// secret: the JSON object of upstream credentials. Created holding {}
+// (operators add the upstream keys; CloudFormation writes the value again
+// only if the template's value changes), or an existing secret named by
+// upstreamSecretName.
 func (m *Meridian) secret() {
 	if name := m.Config.UpstreamSecretName; name != "" {
 		m.Secret = awssecretsmanager.Secret_FromSecretNameV2(m.Stack, jsii.String("UpstreamSecret"), jsii.String(name))
 	} else {
 		m.Secret = awssecretsmanager.NewSecret(m.Stack, jsii.String("UpstreamSecret"), &awssecretsmanager.SecretProps{
-			Description: jsii.String("Meridian " + m.Config.Stage + ": upstream credentials and the operator token, one JSON object"),
-			GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
-				SecretStringTemplate: jsii.String("{}"),
-				GenerateStringKey:    jsii.String(app.EnvAdminToken),
-				ExcludePunctuation:   jsii.Bool(true),
-				PasswordLength:       jsii.Number(48),
-			},
-			RemovalPolicy: m.Config.removal(),
+			Description: jsii.String("Meridian " + m.Config.Stage + ": upstream credentials, one JSON object"),
+			// Not a secret: the empty object the functions can parse
+			// until operators write the credentials.
+			SecretStringValue: awscdk.SecretValue_UnsafePlainText(jsii.String(EmptyUpstreamSecret)),
+			RemovalPolicy:     m.Config.removal(),
 		})
 	}
-	m.out("UpstreamSecretArn", *m.Secret.SecretArn(), "Secrets Manager secret (MERIDIAN_UPSTREAM_SECRET): a JSON object of upstream variables and MERIDIAN_ADMIN_TOKEN")
+	m.out("UpstreamSecretArn", *m.Secret.SecretArn(), "Secrets Manager secret (MERIDIAN_UPSTREAM_SECRET): a JSON object of upstream variables")
+}
+
+// EmptyUpstreamSecret is the created upstream secret's first value.
+const EmptyUpstreamSecret = "{}"
+
+// AdminTokenLength is the length of the generated operator token
+// (letters and digits).
+const AdminTokenLength = 48
+
+// adminSecret: the operator token, generated, the secret's whole value (a
+// plain string, no JSON). Only AdminSecretReaders (the service function)
+// get MERIDIAN_ADMIN_SECRET and the permission to read it; operators read
+// it through the exported operator policy.
+func (m *Meridian) adminSecret() {
+	m.AdminSecret = awssecretsmanager.NewSecret(m.Stack, jsii.String("AdminSecret"), &awssecretsmanager.SecretProps{
+		Description: jsii.String("Meridian " + m.Config.Stage + ": the operator token (x-admin-token), a plain string"),
+		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
+			ExcludePunctuation: jsii.Bool(true),
+			IncludeSpace:       jsii.Bool(false),
+			PasswordLength:     jsii.Number(AdminTokenLength),
+		},
+		RemovalPolicy: m.Config.removal(),
+	})
+	m.out("AdminSecretArn", *m.AdminSecret.SecretArn(), "Secrets Manager secret (MERIDIAN_ADMIN_SECRET): the operator token, a plain string")
 }
 
 // secretEnv is the value of MERIDIAN_UPSTREAM_SECRET.
@@ -245,6 +279,9 @@ func (m *Meridian) function(name string) {
 	}
 	if _, ok := m.SecretReaders[name]; ok {
 		env[app.EnvUpstreamSecret] = jsii.String(m.secretEnv())
+	}
+	if _, ok := m.AdminSecretReaders[name]; ok {
+		env[app.EnvAdminSecret] = m.AdminSecret.SecretArn()
 	}
 	props := &awslambda.FunctionProps{
 		Description:  jsii.String(describe(name)),
@@ -298,7 +335,10 @@ const (
 	SidLeaseIndex  = "LeaseIndex"
 	SidQueue       = "UsageQueue"
 	SidSecret      = "ReadUpstreamSecret"
-	SidOperatorApi = "InvokeOperatorApi"
+	SidAdminSecret = "ReadOperatorSecret"
+	// The operator policy's statements.
+	SidOperatorApi   = "InvokeOperatorApi"
+	SidOperatorToken = "ReadOperatorToken"
 )
 
 // WildcardReasons explains every policy statement that carries a wildcard
@@ -309,12 +349,15 @@ var WildcardReasons = map[string]string{
 		"chooses (date and instance); the resource is that one log group and its streams (log-group:NAME:*)",
 	SidSecret: "only when the secret is imported by name (upstreamSecretName): Secrets Manager appends six " +
 		"random characters to a secret's ARN, matched by -??????; a created secret is named by its full ARN",
-	SidOperatorApi: "the operator API is every method (*) of every path under /admin/ (a greedy route) of " +
-		"this API's $default stage; nothing else in the API",
+	SidOperatorApi: "the operator API is every method (*) of /admin and of every path under /admin/ (a greedy " +
+		"route) of this API's $default stage; nothing else in the API",
 	SidKeyAdmin: "a key policy's Resource \"*\" is the key itself; this default statement lets the account's " +
 		"IAM policies manage the key (without it the key can become unmanageable)",
 	SidKeyAlarms: "a key policy's Resource \"*\" is the key itself; kms:GenerateDataKey* is what SNS asks of the " +
 		"key when CloudWatch publishes to the encrypted alarm topic (AWS documents this pair)",
+	SidTopicAlarms: "the Resource is the topic itself; the wildcard is in the aws:SourceArn condition: CloudWatch " +
+		"may publish for this stack's alarms only, every one named STACK-ID (AlarmNamePrefix), so " +
+		"arn:PARTITION:cloudwatch:REGION:ACCOUNT:alarm:STACK-* matches them and no other alarm",
 }
 
 // PermissionReasons explains the wildcards of the functions' resource
@@ -354,6 +397,9 @@ func (m *Meridian) grants(name string, role awsiam.Role, logs awslogs.LogGroup) 
 	add(SidTable, table, m.Table.TableArn())
 	add(SidLeaseIndex, index, jsii.String(*m.Table.TableArn()+"/index/"+dynamostore.LeaseIndex))
 	add(SidQueue, QueueActions(name), m.Queue.QueueArn())
+	if _, ok := m.AdminSecretReaders[name]; ok {
+		add(SidAdminSecret, []string{"secretsmanager:GetSecretValue"}, m.AdminSecret.SecretArn())
+	}
 	if _, ok := m.SecretReaders[name]; ok {
 		arn := m.Secret.SecretArn()
 		if m.Config.UpstreamSecretName != "" {
@@ -462,11 +508,16 @@ func httpMethod(m string) awsapigatewayv2.HttpMethod {
 }
 
 // streaming gives the streaming families a function URL with response
-// streaming (API Gateway HTTP APIs buffer responses). AuthType NONE: the
-// callers are API clients with Meridian API keys, which the pipeline
-// checks exactly as behind API Gateway; SigV4 (AWS_IAM) would require
-// AWS credentials of every customer.
+// streaming (API Gateway HTTP APIs buffer responses), with -c
+// streamingUrls=true only. AuthType NONE: the callers are API clients with
+// Meridian API keys, which the pipeline checks exactly as behind API
+// Gateway; SigV4 (AWS_IAM) would require AWS credentials of every
+// customer. The URLs are outside API Gateway's throttling, so their
+// functions have reserved concurrency (Config.Reservations).
 func (m *Meridian) streaming(reg *registry.Registry) {
+	if !m.Config.StreamingURLs {
+		return
+	}
 	for _, name := range StreamingFunctions(reg) {
 		url := m.Functions[name].AddFunctionUrl(&awslambda.FunctionUrlOptions{
 			AuthType:   awslambda.FunctionUrlAuthType_NONE,
@@ -504,16 +555,29 @@ func (m *Meridian) worker() {
 }
 
 // operatorPolicy is a managed policy operators attach to their IAM user or
-// role to call the operator API (SigV4).
+// role to call the operator API (SigV4) and read the operator token.
 func (m *Meridian) operatorPolicy() {
+	stage := jsii.String("$default")
 	p := awsiam.NewManagedPolicy(m.Stack, jsii.String("OperatorPolicy"), &awsiam.ManagedPolicyProps{
-		Description: jsii.String("Meridian " + m.Config.Stage + ": call the operator API (/admin) with SigV4"),
-		Statements: &[]awsiam.PolicyStatement{awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Sid:       jsii.String(SidOperatorApi),
-			Effect:    awsiam.Effect_ALLOW,
-			Actions:   jsii.Strings("execute-api:Invoke"),
-			Resources: jsii.Strings(*m.Api.ArnForExecuteApi(jsii.String("*"), jsii.String(AdminPrefix+"/*"), jsii.String("$default"))),
-		})},
+		Description: jsii.String("Meridian " + m.Config.Stage + ": call the operator API (/admin) with SigV4 and read its token"),
+		Statements: &[]awsiam.PolicyStatement{
+			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Sid:     jsii.String(SidOperatorApi),
+				Effect:  awsiam.Effect_ALLOW,
+				Actions: jsii.Strings("execute-api:Invoke"),
+				Resources: &[]*string{
+					m.Api.ArnForExecuteApi(jsii.String("*"), jsii.String(AdminPrefix), stage),
+					m.Api.ArnForExecuteApi(jsii.String("*"), jsii.String(AdminPrefix+"/*"), stage),
+				},
+			}),
+			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Sid:       jsii.String(SidOperatorToken),
+				Effect:    awsiam.Effect_ALLOW,
+				Actions:   jsii.Strings("secretsmanager:GetSecretValue"),
+				Resources: &[]*string{m.AdminSecret.SecretArn()},
+			}),
+		},
 	})
-	m.out("OperatorPolicyArn", *p.ManagedPolicyArn(), "Attach to the operators' IAM identities: execute-api:Invoke on /admin/*")
+	m.out("OperatorPolicyArn", *p.ManagedPolicyArn(), "Attach to the operators' IAM identities: execute-api:Invoke on /admin and /admin/*, "+
+		"secretsmanager:GetSecretValue on the operator secret")
 }

@@ -20,7 +20,7 @@ import (
 )
 
 func stacks() map[string]*synthesized {
-	return map[string]*synthesized{"dev": dev, "prod": prod, "imported-secret": imported}
+	return map[string]*synthesized{"dev": dev, "prod": prod, "imported-secret": imported, "streaming": streaming}
 }
 
 // Every registry route exists once, with its method and path, and its
@@ -106,32 +106,75 @@ func TestRoutesComeFromTheRegistry(t *testing.T) {
 	}
 }
 
+// The operator API is every route at /admin or under /admin/ (today ANY
+// /admin and ANY /admin/{proxy+}): each is IAM-authorized in every stack,
+// and no other route is. The rule is written out here, not taken from
+// stack.IsAdminRoute, so a wrong IsAdminRoute fails.
 func TestAdminRoutesAreIAMAuthorized(t *testing.T) {
-	n := 0
+	isAdmin := func(path string) bool { return path == "/admin" || strings.HasPrefix(path, "/admin/") }
+	var admin []string
 	for _, r := range registry.Default().Routes() {
-		if stack.IsAdminRoute(r) {
-			n++
-			assertNoPanic(t, r.Path, func() {
-				dev.assertion.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), &map[string]any{
-					"RouteKey": r.Method + " " + r.Path, "AuthorizationType": "AWS_IAM",
-				})
-			})
+		if isAdmin(r.Path) {
+			admin = append(admin, r.Method+" "+r.Path)
+		}
+		if stack.IsAdminRoute(r) != isAdmin(r.Path) {
+			t.Errorf("IsAdminRoute(%s %s) = %v", r.Method, r.Path, stack.IsAdminRoute(r))
 		}
 	}
-	if n == 0 {
-		t.Fatal("the registry has no /admin route")
+	for _, want := range []string{"ANY /admin", "ANY /admin/{proxy+}"} {
+		if !slices.Contains(admin, want) {
+			t.Errorf("the registry has no %s route (admin routes: %v)", want, admin)
+		}
 	}
-	// The operator policy allows exactly invoking /admin/* on the $default stage.
-	_, p := dev.byPath(t, "OperatorPolicy/Resource")
-	doc := p.Properties["PolicyDocument"].(map[string]any)
-	st := doc["Statement"].([]any)
-	if len(st) != 1 {
-		t.Fatalf("operator policy: %d statements", len(st))
-	}
-	s := st[0].(map[string]any)
-	lit := literals(s["Resource"])
-	if !equalStrings(strs(s["Action"]), []string{"execute-api:Invoke"}) || lit[len(lit)-1] != "/$default/*/admin/*" {
-		t.Errorf("operator policy statement %v", s)
+	for name, s := range stacks() {
+		t.Run(name, func(t *testing.T) {
+			seen := 0
+			for id, r := range s.ofType("AWS::ApiGatewayV2::Route") {
+				key, _ := r.Properties["RouteKey"].(string)
+				_, path, _ := strings.Cut(key, " ")
+				auth, _ := r.Properties["AuthorizationType"].(string)
+				if isAdmin(path) {
+					seen++
+					if auth != "AWS_IAM" {
+						t.Errorf("%s (%s): authorization %q, want AWS_IAM", key, id, auth)
+					}
+				} else if auth != "" && auth != "NONE" {
+					t.Errorf("%s: authorization %q on a public route", key, auth)
+				}
+			}
+			if seen != len(admin) {
+				t.Errorf("%d IAM-authorized admin routes in the template, the registry has %d", seen, len(admin))
+			}
+			// The operator policy: invoking /admin and /admin/* on the
+			// $default stage, and reading the operator token; nothing else.
+			_, p := s.byPath(t, "OperatorPolicy/Resource")
+			secretID, _ := s.byPath(t, "AdminSecret/Resource")
+			got := map[string]map[string]any{}
+			for _, st := range statementsOf(p.Properties["PolicyDocument"].(map[string]any)) {
+				sid, _ := st["Sid"].(string)
+				got[sid] = st
+				if st["Effect"] != "Allow" || st["Condition"] != nil || st["NotAction"] != nil || st["NotResource"] != nil {
+					t.Errorf("operator policy statement %v", st)
+				}
+			}
+			if len(got) != 2 {
+				t.Errorf("operator policy: statements %v", got)
+			}
+			invoke := got[stack.SidOperatorApi]
+			var ends []string
+			for _, r := range invoke["Resource"].([]any) {
+				lit := literals(r)
+				ends = append(ends, lit[len(lit)-1])
+			}
+			if !equalStrings(strs(invoke["Action"]), []string{"execute-api:Invoke"}) ||
+				!equalStrings(ends, []string{"/$default/*/admin", "/$default/*/admin/*"}) {
+				t.Errorf("operator policy: %s is %v", stack.SidOperatorApi, invoke)
+			}
+			token := got[stack.SidOperatorToken]
+			if !equalStrings(strs(token["Action"]), []string{"secretsmanager:GetSecretValue"}) || ref(token["Resource"]) != secretID {
+				t.Errorf("operator policy: %s is %v", stack.SidOperatorToken, token)
+			}
+		})
 	}
 }
 
@@ -274,6 +317,23 @@ func TestQueueHasDeadLetterQueue(t *testing.T) {
 	}
 }
 
+// The queue and the DLQ hold reconciliations (pending refunds): retained
+// with the stack in prod, deleted with it in dev.
+func TestQueuesRetainedInProd(t *testing.T) {
+	for name, s := range stacks() {
+		want := map[bool]string{true: "Retain", false: "Delete"}[s.m.Config.Prod]
+		for _, path := range []string{"Queue/Resource", "DeadLetterQueue/Resource"} {
+			id, q := s.byPath(t, path)
+			if q.DeletionPolicy != want || q.UpdateReplacePolicy != want {
+				t.Errorf("%s: %s (%s) deletion policy %q/%q, want %s", name, path, id, q.DeletionPolicy, q.UpdateReplacePolicy, want)
+			}
+		}
+	}
+	if !prod.m.Config.Prod || dev.m.Config.Prod {
+		t.Fatal("the prod stack is not prod")
+	}
+}
+
 func TestWorkerEventSourceMapping(t *testing.T) {
 	s := dev
 	qID, _ := s.byPath(t, "Queue/Resource")
@@ -320,13 +380,15 @@ func TestWorkerEventSourceMapping(t *testing.T) {
 // timeouts as declared, JSON logs into their own log group with
 // retention, the environment the app reads.
 func TestFunctions(t *testing.T) {
-	for name, s := range map[string]*synthesized{"dev": dev, "prod": prod} {
+	for name, s := range map[string]*synthesized{"dev": dev, "prod": prod, "streaming": streaming} {
 		t.Run(name, func(t *testing.T) {
 			fns := s.ofType("AWS::Lambda::Function")
 			if len(fns) != len(stack.Functions()) {
 				t.Errorf("%d functions, want %d", len(fns), len(stack.Functions()))
 			}
 			readers := stack.SecretReaders(registry.Default())
+			adminReaders := stack.AdminSecretReaders(registry.Default())
+			adminSecretID, _ := s.byPath(t, "AdminSecret/Resource")
 			for _, fn := range stack.Functions() {
 				id := s.functionID(t, fn)
 				p := s.template.Resources[id].Properties
@@ -363,6 +425,17 @@ func TestFunctions(t *testing.T) {
 				if _, has := env["MERIDIAN_UPSTREAM_SECRET"]; has != reads {
 					t.Errorf("%s: MERIDIAN_UPSTREAM_SECRET set %v, reads the secret %v", fn, has, reads)
 				}
+				// The operator secret: on service only (written out, not
+				// taken from AdminSecretReaders).
+				if v, has := env["MERIDIAN_ADMIN_SECRET"]; has != (fn == "service") || (has && ref(v) != adminSecretID) {
+					t.Errorf("%s: MERIDIAN_ADMIN_SECRET %v", fn, v)
+				}
+				if _, has := adminReaders[fn]; has != (fn == "service") {
+					t.Errorf("%s: admin secret reader %v", fn, has)
+				}
+				if _, has := env["MERIDIAN_ADMIN_TOKEN"]; has {
+					t.Errorf("%s: the operator token in plain environment", fn)
+				}
 				want, reserved := s.m.Config.ReservedConcurrency[fn]
 				got, has := p["ReservedConcurrentExecutions"]
 				if has != reserved || (reserved && got != float64(want)) {
@@ -374,14 +447,22 @@ func TestFunctions(t *testing.T) {
 					t.Errorf("%s: role %v", fn, role.Properties)
 				}
 			}
-			// Reserved concurrency: none in dev (new accounts cannot reserve), where it protects the store in prod.
-			if s.m.Config.Prod {
+			// Reserved concurrency: none in dev (new accounts cannot reserve)
+			// unless the streaming URLs are on (then search and mcp, small),
+			// where it protects the store in prod.
+			switch {
+			case s.m.Config.Prod:
 				for _, fn := range []string{stack.WorkerName, "batch", "search", "mcp"} {
 					if _, ok := s.m.Config.ReservedConcurrency[fn]; !ok {
 						t.Errorf("prod: %s has no reserved concurrency", fn)
 					}
 				}
-			} else if len(s.m.Config.ReservedConcurrency) != 0 {
+			case s.m.Config.StreamingURLs:
+				want := map[string]int{"search": stack.StreamingReservedConcurrency, "mcp": stack.StreamingReservedConcurrency}
+				if canonical(t, s.m.Config.ReservedConcurrency) != canonical(t, want) {
+					t.Errorf("dev with streaming URLs reserves %v, want %v", s.m.Config.ReservedConcurrency, want)
+				}
+			case len(s.m.Config.ReservedConcurrency) != 0:
 				t.Errorf("dev reserves concurrency: %v", s.m.Config.ReservedConcurrency)
 			}
 		})
@@ -391,7 +472,8 @@ func TestFunctions(t *testing.T) {
 // policyWant is one function's complete identity policy.
 type policyWant struct {
 	table, index, queue []string
-	secret              bool
+	secret              bool // the upstream secret
+	adminSecret         bool // the operator secret
 }
 
 var (
@@ -413,7 +495,7 @@ var wantPolicies = map[string]policyWant{
 	"web":       {table: tableAll, queue: send},
 	"bundle":    {table: tableAll, queue: send, secret: true},
 	"search":    {table: tableAll, queue: send, secret: true},
-	"service":   {table: tableAll, queue: send, secret: true},
+	"service":   {table: tableAll, queue: send, adminSecret: true},
 	"batch":     {table: tableNoDel, queue: send, secret: true},
 	"sandbox":   {table: tableSandbox, queue: send},
 	"mcp":       {table: tableNoDel, queue: send, secret: true},
@@ -499,6 +581,12 @@ func TestFunctionPolicies(t *testing.T) {
 					secretID, _ := s.byPath(t, "UpstreamSecret/Resource")
 					return ref(v) == secretID
 				})
+				var adminActions []string
+				if want.adminSecret {
+					adminActions = []string{"secretsmanager:GetSecretValue"}
+				}
+				adminSecretID, _ := s.byPath(t, "AdminSecret/Resource")
+				check(stack.SidAdminSecret, adminActions, func(v any) bool { return ref(v) == adminSecretID })
 				for sid := range got {
 					t.Errorf("%s: unexpected statement %s", fn, sid)
 				}
@@ -528,8 +616,9 @@ func TestTableActionsModel(t *testing.T) {
 	}
 }
 
-// The secret goes to the families serving endpoints through providers
-// that read secrets, the fan-out families and service; nobody else.
+// The upstream secret goes to the families serving endpoints through
+// providers that read secrets and the fan-out families; nobody else. The
+// service family serves no upstream endpoint, so it no longer reads it.
 func TestSecretReaders(t *testing.T) {
 	readers := stack.SecretReaders(registry.Default())
 	var got []string
@@ -539,64 +628,192 @@ func TestSecretReaders(t *testing.T) {
 			t.Errorf("%s reads the secret without a reason", fn)
 		}
 	}
-	want := []string{"social", "media", "knowledge", "bundle", "search", "service", "batch", "mcp"}
+	want := []string{"social", "media", "knowledge", "bundle", "search", "batch", "mcp"}
 	if !equalStrings(got, want) {
 		t.Errorf("secret readers %v, want %v", got, want)
 	}
 	for fn, why := range readers {
 		t.Logf("%s: %s", fn, strings.Join(why, "; "))
 	}
-	if len(imported.ofType("AWS::SecretsManager::Secret")) != 0 {
-		t.Error("an imported secret is also created")
+	if len(imported.ofType("AWS::SecretsManager::Secret")) != 1 {
+		t.Error("an imported upstream secret is also created (or the operator secret is not)")
 	}
-	if n := len(dev.ofType("AWS::SecretsManager::Secret")); n != 1 {
-		t.Errorf("dev creates %d secrets", n)
+	if n := len(dev.ofType("AWS::SecretsManager::Secret")); n != 2 {
+		t.Errorf("dev creates %d secrets, want the upstream and the operator secret", n)
 	}
+	// Created holding an empty JSON object: no generated key in it.
 	_, secret := dev.byPath(t, "UpstreamSecret/Resource")
-	gen, _ := secret.Properties["GenerateSecretString"].(map[string]any)
-	if gen["GenerateStringKey"] != "MERIDIAN_ADMIN_TOKEN" || gen["SecretStringTemplate"] != "{}" {
-		t.Errorf("secret generator %v", gen)
+	if secret.Properties["GenerateSecretString"] != nil || secret.Properties["SecretString"] != "{}" {
+		t.Errorf("upstream secret %v, want SecretString {} and no generator", secret.Properties)
 	}
 	id := imported.functionID(t, "service")
 	env := imported.template.Resources[id].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+	if _, has := env["MERIDIAN_UPSTREAM_SECRET"]; has {
+		t.Errorf("service reads the upstream secret: %v", env)
+	}
+	id = imported.functionID(t, "social")
+	env = imported.template.Resources[id].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
 	if env["MERIDIAN_UPSTREAM_SECRET"] != "meridian/dev/upstream" {
 		t.Errorf("imported secret env %v", env["MERIDIAN_UPSTREAM_SECRET"])
 	}
 }
 
-// The streaming families get function URLs with response streaming;
-// nobody else does.
+// The operator secret: a generated plain string (no JSON), retained in
+// prod, readable by the service function's role and no other role of the
+// stack (the exported operator policy, attached to nothing here, lets
+// operators read it too), and named to the service function only.
+func TestAdminSecret(t *testing.T) {
+	if got := stack.AdminSecretReaders(registry.Default()); len(got) != 1 || len(got["service"]) == 0 {
+		t.Errorf("admin secret readers %v, want service only", got)
+	}
+	for name, s := range stacks() {
+		t.Run(name, func(t *testing.T) {
+			secretID, secret := s.byPath(t, "AdminSecret/Resource")
+			gen, _ := secret.Properties["GenerateSecretString"].(map[string]any)
+			if gen == nil || gen["SecretStringTemplate"] != nil || gen["GenerateStringKey"] != nil ||
+				gen["ExcludePunctuation"] != true || gen["PasswordLength"] != float64(stack.AdminTokenLength) {
+				t.Errorf("operator secret generator %v, want a plain string of %d letters and digits", gen, stack.AdminTokenLength)
+			}
+			want := map[bool]string{true: "Retain", false: "Delete"}[s.m.Config.Prod]
+			if secret.DeletionPolicy != want || secret.UpdateReplacePolicy != want {
+				t.Errorf("operator secret deletion policy %q/%q, want %s", secret.DeletionPolicy, secret.UpdateReplacePolicy, want)
+			}
+			if _, ok := s.template.Outputs["AdminSecretArn"]; !ok {
+				t.Error("no AdminSecretArn output")
+			}
+			serviceRole, _ := s.byPath(t, "ServiceRole/Resource")
+			mentions := func(v any) bool { return strings.Contains(canonical(t, v), `{"Ref":"`+secretID+`"}`) }
+			readers := map[string]bool{}
+			for id, r := range s.template.Resources {
+				switch r.Type {
+				case "AWS::IAM::Policy":
+					for _, st := range statementsOf(r.Properties["PolicyDocument"].(map[string]any)) {
+						secretActions := slices.ContainsFunc(strs(st["Action"]), func(a string) bool { return strings.HasPrefix(a, "secretsmanager:") })
+						if st["Effect"] == "Allow" && (mentions(st["Resource"]) || (secretActions && slices.Contains(literals(st["Resource"]), "*"))) {
+							for _, role := range r.Properties["Roles"].([]any) {
+								readers[ref(role)] = true
+							}
+						}
+					}
+				case "AWS::IAM::ManagedPolicy":
+					path, _ := r.Metadata["aws:cdk:path"].(string)
+					if mentions(r.Properties["PolicyDocument"]) && !strings.HasSuffix(path, "/OperatorPolicy/Resource") {
+						t.Errorf("%s: managed policy %s grants the operator secret", id, path)
+					}
+					if mentions(r.Properties["PolicyDocument"]) && (r.Properties["Roles"] != nil || r.Properties["Users"] != nil || r.Properties["Groups"] != nil) {
+						t.Errorf("%s: the operator policy is attached in the stack", id)
+					}
+				case "AWS::SecretsManager::ResourcePolicy":
+					if mentions(r.Properties["SecretId"]) {
+						t.Errorf("%s: the operator secret has a resource policy", id)
+					}
+				}
+			}
+			if len(readers) != 1 || !readers[serviceRole] {
+				t.Errorf("roles that can read the operator secret: %v, want only the service role %s", readers, serviceRole)
+			}
+		})
+	}
+}
+
+// Function URLs only with -c streamingUrls=true: none by default; with
+// the flag, the streaming families get URLs with response streaming, their
+// public permissions hold only through the URL, and each has reserved
+// concurrency (dev included), since the URLs bypass API Gateway's
+// throttling.
 func TestStreamingFunctionURLs(t *testing.T) {
 	want := []string{"mcp", "search"}
 	if got := stack.StreamingFunctions(registry.Default()); !equalStrings(got, want) {
 		t.Errorf("streaming functions %v, want %v", got, want)
 	}
-	urls := dev.ofType("AWS::Lambda::Url")
-	if len(urls) != len(want) {
-		t.Errorf("%d function URLs", len(urls))
+	for name, s := range map[string]*synthesized{"dev": dev, "prod": prod, "imported-secret": imported} {
+		if s.m.Config.StreamingURLs {
+			t.Fatalf("%s: streaming URLs on by default", name)
+		}
+		if n := len(s.ofType("AWS::Lambda::Url")); n != 0 {
+			t.Errorf("%s: %d function URLs without streamingUrls", name, n)
+		}
+		for id, p := range s.ofType("AWS::Lambda::Permission") {
+			if p.Properties["Principal"] == "*" {
+				t.Errorf("%s: %s: public permission without streamingUrls", name, id)
+			}
+		}
+		for _, out := range []string{"SearchStreamUrl", "McpStreamUrl"} {
+			if _, ok := s.template.Outputs[out]; ok {
+				t.Errorf("%s: output %s without streamingUrls", name, out)
+			}
+		}
 	}
+
+	s := streaming
+	if !s.m.Config.StreamingURLs || s.m.Config.Prod {
+		t.Fatal("the streaming stack is not dev with streaming URLs")
+	}
+	if n := len(s.ofType("AWS::Lambda::Url")); n != len(want) {
+		t.Errorf("%d function URLs, want %d", n, len(want))
+	}
+	fnIDs := map[string]string{}
 	for _, fn := range want {
-		id := dev.functionID(t, fn)
+		id := s.functionID(t, fn)
+		fnIDs[id] = fn
 		assertNoPanic(t, fn+" URL", func() {
-			dev.assertion.HasResourceProperties(jsii.String("AWS::Lambda::Url"), &map[string]any{
+			s.assertion.HasResourceProperties(jsii.String("AWS::Lambda::Url"), &map[string]any{
 				"TargetFunctionArn": map[string]any{"Fn::GetAtt": []any{id, "Arn"}},
 				"InvokeMode":        "RESPONSE_STREAM",
 				"AuthType":          "NONE",
 			})
 		})
+		if got := s.template.Resources[id].Properties["ReservedConcurrentExecutions"]; got != float64(stack.StreamingReservedConcurrency) {
+			t.Errorf("%s: reserved concurrency %v, want %d", fn, got, stack.StreamingReservedConcurrency)
+		}
+		if _, ok := s.template.Outputs[fnConstruct(fn)+"StreamUrl"]; !ok {
+			t.Errorf("no output %sStreamUrl", fnConstruct(fn))
+		}
 	}
-	// Public invocation is granted only through the URL.
-	for pid, p := range dev.ofType("AWS::Lambda::Permission") {
+	// Public invocation only through the URL: for each URL function
+	// exactly lambda:InvokeFunctionUrl with FunctionUrlAuthType NONE and
+	// lambda:InvokeFunction with InvokedViaFunctionUrl (Lambda requires both
+	// for a public URL); no other public permission.
+	public := map[string][]string{}
+	for pid, p := range s.ofType("AWS::Lambda::Permission") {
 		if p.Properties["Principal"] != "*" {
 			continue
 		}
-		fn := getAtt(p.Properties["FunctionName"], "Arn")
-		if fn != dev.functionID(t, "search") && fn != dev.functionID(t, "mcp") {
-			t.Errorf("%s: public permission on %s", pid, fn)
+		fnID := getAtt(p.Properties["FunctionName"], "Arn")
+		fn, ok := fnIDs[fnID]
+		if !ok {
+			t.Errorf("%s: public permission on %s", pid, fnID)
+			continue
 		}
-		if p.Properties["FunctionUrlAuthType"] != "NONE" && p.Properties["InvokedViaFunctionUrl"] != true {
-			t.Errorf("%s: public permission not limited to the function URL: %v", pid, p.Properties)
+		action, _ := p.Properties["Action"].(string)
+		switch action {
+		case "lambda:InvokeFunctionUrl":
+			if p.Properties["FunctionUrlAuthType"] != "NONE" || p.Properties["InvokedViaFunctionUrl"] != nil {
+				t.Errorf("%s: %s permission %v", fn, action, p.Properties)
+			}
+		case "lambda:InvokeFunction":
+			if p.Properties["InvokedViaFunctionUrl"] != true {
+				t.Errorf("%s: %s permission not limited to the function URL: %v", fn, action, p.Properties)
+			}
+		default:
+			t.Errorf("%s: public permission for %q", fn, action)
 		}
+		public[fn] = append(public[fn], action)
+	}
+	for _, fn := range want {
+		if !equalStrings(public[fn], []string{"lambda:InvokeFunction", "lambda:InvokeFunctionUrl"}) {
+			t.Errorf("%s: public permissions %v, want lambda:InvokeFunctionUrl and lambda:InvokeFunction", fn, public[fn])
+		}
+	}
+	// Prod keeps its own larger reservations with the URLs on.
+	p, _ := stack.Preset(stack.StageProd)
+	p.StreamingURLs = true
+	if r := p.Reservations(want); r["search"] != 50 || r["mcp"] != 50 || r[stack.WorkerName] != 10 {
+		t.Errorf("prod reservations with streaming URLs %v", r)
+	}
+	d, _ := stack.Preset(stack.StageDev)
+	if r := d.Reservations(want); len(r) != 0 {
+		t.Errorf("dev reservations without streaming URLs %v", r)
 	}
 }
 
@@ -638,6 +855,84 @@ func TestAlarms(t *testing.T) {
 	}
 }
 
+// Every alarm can notify: each topic of its alarm and OK actions has a
+// topic policy allowing CloudWatch to publish, for this account and for
+// alarms whose ARN the condition matches, and the alarm's own name matches
+// it. (EnforceSSL's topic policy replaces the default one: with only its
+// Deny, nothing could publish.)
+func TestAlarmTopicAllowsCloudWatch(t *testing.T) {
+	for name, s := range stacks() {
+		t.Run(name, func(t *testing.T) {
+			prefix := stack.AlarmNamePrefix(s.m.Config.Stage)
+			// topic logical id -> the Allow statements of its policies
+			allows := map[string][]map[string]any{}
+			for _, p := range s.ofType("AWS::SNS::TopicPolicy") {
+				for _, topic := range p.Properties["Topics"].([]any) {
+					for _, st := range statementsOf(p.Properties["PolicyDocument"].(map[string]any)) {
+						if st["Effect"] == "Allow" {
+							allows[ref(topic)] = append(allows[ref(topic)], st)
+						}
+					}
+				}
+			}
+			publishes := func(st map[string]any, topicID, alarmName string) bool {
+				principal, _ := st["Principal"].(map[string]any)
+				cond, _ := st["Condition"].(map[string]any)
+				eq, _ := cond["StringEquals"].(map[string]any)
+				like, _ := cond["ArnLike"].(map[string]any)
+				if principal["Service"] != "cloudwatch.amazonaws.com" || !equalStrings(strs(st["Action"]), []string{"sns:Publish"}) ||
+					ref(st["Resource"]) != topicID || ref(eq["aws:SourceAccount"]) != "AWS::AccountId" || len(cond) != 2 {
+					return false
+				}
+				// arn:PARTITION:cloudwatch:REGION:ACCOUNT:alarm:PREFIX*
+				j, _ := like["aws:SourceArn"].(map[string]any)["Fn::Join"].([]any)
+				if len(j) != 2 {
+					return false
+				}
+				var arn strings.Builder
+				for _, part := range j[1].([]any) {
+					switch v := part.(type) {
+					case string:
+						arn.WriteString(v)
+					default:
+						arn.WriteString("<" + ref(v) + ">")
+					}
+				}
+				pattern := arn.String()
+				if pattern != "arn:<AWS::Partition>:cloudwatch:<AWS::Region>:<AWS::AccountId>:alarm:"+prefix+"*" {
+					return false
+				}
+				return strings.HasPrefix(alarmName, prefix)
+			}
+			alarms := s.ofType("AWS::CloudWatch::Alarm")
+			if len(alarms) == 0 {
+				t.Fatal("no alarms")
+			}
+			for id, a := range alarms {
+				alarmName, _ := a.Properties["AlarmName"].(string)
+				if !strings.HasPrefix(alarmName, prefix) {
+					t.Errorf("%s: alarm name %q does not begin with %q", id, alarmName, prefix)
+				}
+				var topics []any
+				for _, key := range []string{"AlarmActions", "OKActions"} {
+					acts, _ := a.Properties[key].([]any)
+					if len(acts) == 0 {
+						t.Errorf("%s: no %s", id, key)
+					}
+					topics = append(topics, acts...)
+				}
+				for _, topic := range topics {
+					topicID := ref(topic)
+					if !slices.ContainsFunc(allows[topicID], func(st map[string]any) bool { return publishes(st, topicID, alarmName) }) {
+						t.Errorf("%s (%s): topic %v has no Allow for CloudWatch to publish this alarm; Allow statements: %s",
+							id, alarmName, topic, canonical(t, allows[topicID]))
+					}
+				}
+			}
+		})
+	}
+}
+
 // No policy statement anywhere in the template has a wildcard action or
 // resource (or an Allow to any principal) without a written reason.
 func TestNoUnexplainedWildcards(t *testing.T) {
@@ -661,7 +956,16 @@ func TestNoUnexplainedWildcards(t *testing.T) {
 						_, notResource := st["NotResource"]
 						principal := canonical(t, st["Principal"])
 						anyone := principal == `"*"` || principal == `{"AWS":"*"}`
-						needs := wild(strs(st["Action"])) || wild(literals(st["Resource"])) || notAction || notResource ||
+						// Wildcards in conditions count too (ArnLike, StringLike).
+						var likes []string
+						if cond, ok := st["Condition"].(map[string]any); ok {
+							for op, v := range cond {
+								if strings.Contains(op, "Like") {
+									likes = append(likes, literals(v)...)
+								}
+							}
+						}
+						needs := wild(strs(st["Action"])) || wild(literals(st["Resource"])) || wild(likes) || notAction || notResource ||
 							(anyone && st["Effect"] == "Allow")
 						if !needs {
 							continue
@@ -803,7 +1107,7 @@ func TestConfig(t *testing.T) {
 	}
 	// Outputs operators need.
 	for _, out := range []string{"ApiUrl", "TableName", "QueueUrl", "DeadLetterQueueUrl", "UpstreamSecretArn",
-		"AlarmTopicArn", "OperatorPolicyArn", "SearchStreamUrl", "McpStreamUrl"} {
+		"AdminSecretArn", "AlarmTopicArn", "OperatorPolicyArn"} {
 		if _, ok := dev.template.Outputs[out]; !ok {
 			t.Errorf("no output %s", out)
 		}
@@ -837,15 +1141,23 @@ func TestConfigFromContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !cfg.Prod || cfg.AlarmEmail != "ops@example.com" || cfg.LogLevel != "debug" ||
-		cfg.UpstreamSecretName != "meridian/prod/upstream" || cfg.FairUse != "search/all=0" {
+		cfg.UpstreamSecretName != "meridian/prod/upstream" || cfg.FairUse != "search/all=0" || cfg.StreamingURLs {
 		t.Errorf("config %+v", cfg)
 	}
 	cfg, err = stack.ConfigFromContext(awscdk.NewApp(nil))
-	if err != nil || cfg.Stage != stack.StageDev {
-		t.Errorf("default stage %q, %v", cfg.Stage, err)
+	if err != nil || cfg.Stage != stack.StageDev || cfg.StreamingURLs {
+		t.Errorf("default stage %q, streaming URLs %v, %v", cfg.Stage, cfg.StreamingURLs, err)
+	}
+	// -c streamingUrls=true arrives as a string; cdk.json may hold a bool.
+	for _, on := range []any{"true", true, "TRUE"} {
+		cfg, err = stack.ConfigFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"streamingUrls": on}}))
+		if err != nil || !cfg.StreamingURLs {
+			t.Errorf("streamingUrls=%v: %v, %v", on, cfg.StreamingURLs, err)
+		}
 	}
 	for _, bad := range []map[string]any{
 		{"stage": "production"}, {"alarmEmail": "nobody"}, {"logLevel": "loud"}, {"upstreamSecretName": "a b"},
+		{"streamingUrls": "yes please"},
 	} {
 		if _, err := stack.ConfigFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &bad})); err == nil {
 			t.Errorf("%v accepted", bad)

@@ -23,7 +23,7 @@ import (
 // The stacks are synthesized once per test binary (jsii starts a Node
 // process; each synth takes seconds) and every test reads the result.
 var (
-	dev, prod, imported *synthesized
+	dev, prod, imported, streaming *synthesized
 	// canary holds cdk-nag's findings on a stack that breaks its rules.
 	canary    []string
 	synthTime time.Duration
@@ -132,6 +132,15 @@ func synthAll() (int, error) {
 	if imported, err = read(app2.Synth(nil), impM); err != nil {
 		return 1, err
 	}
+	// dev with -c streamingUrls=true.
+	app4 := newApp("streaming")
+	strCfg := preset(stack.StageDev)
+	strCfg.StreamingURLs = true
+	strM := stack.New(app4, strCfg, nil)
+	nag(app4)
+	if streaming, err = read(app4.Synth(nil), strM); err != nil {
+		return 1, err
+	}
 	// A queue without encryption, SSL policy or DLQ: cdk-nag must object.
 	app3 := newApp("canary")
 	awssqs.NewQueue(awscdk.NewStack(app3, jsii.String("Canary"), nil), jsii.String("Queue"), nil)
@@ -140,7 +149,7 @@ func synthAll() (int, error) {
 		canary = nagFindings(*msgs)
 	}
 	synthTime = time.Since(start)
-	fmt.Fprintf(os.Stderr, "infra: synthesized the dev, prod, imported-secret and canary stacks in %s\n", synthTime.Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "infra: synthesized the dev, prod, imported-secret, streaming-URL and canary stacks in %s\n", synthTime.Round(time.Millisecond))
 	return 0, nil
 }
 
@@ -288,5 +297,5 @@ func assertNoPanic(t *testing.T, what string, f func()) {
 }
 
 func TestSynthTime(t *testing.T) {
-	t.Logf("dev, prod, imported-secret and canary stacks synthesized (with cdk-nag) in %s", synthTime.Round(time.Millisecond))
+	t.Logf("dev, prod, imported-secret, streaming-URL and canary stacks synthesized (with cdk-nag) in %s", synthTime.Round(time.Millisecond))
 }
