@@ -21,11 +21,12 @@ test: lint check-build unit infra-test ## every test: vet, gofmt, reproducible b
 # DynamoDB Local runs for the DynamoDB store's tests (scripts/dynamodb-local.sh
 # installs Java and the emulator when missing) and goaws for the SQS tests
 # (scripts/goaws.sh builds it from the module cache); both stop afterwards.
-# The go test lines come last.
+# The go test lines come last. CI=true makes every test that needs a local
+# service (emulators, the npm-installed MCP client) fail rather than skip.
 unit:
 	@endpoint=$$(scripts/dynamodb-local.sh start | tail -n1) || exit 1; \
 	  sqs=$$(scripts/goaws.sh start | tail -n1) || { scripts/dynamodb-local.sh stop >/dev/null 2>&1; exit 1; }; \
-	  MERIDIAN_DYNAMODB_ENDPOINT=$$endpoint MERIDIAN_SQS_ENDPOINT=$$sqs $(GO) test -count=1 ./...; rc=$$?; \
+	  CI=$${CI:-true} MERIDIAN_DYNAMODB_ENDPOINT=$$endpoint MERIDIAN_SQS_ENDPOINT=$$sqs $(GO) test -count=1 ./...; rc=$$?; \
 	  scripts/goaws.sh stop >/dev/null 2>&1 || true; \
 	  scripts/dynamodb-local.sh stop >/dev/null 2>&1 || true; exit $$rc
 
@@ -37,7 +38,7 @@ unit:
 infra-test:
 	@scripts/node.sh >/dev/null
 	@endpoint=$$(scripts/dynamodb-local.sh start | tail -n1) || exit 1; \
-	  (cd infra && MERIDIAN_DYNAMODB_ENDPOINT=$$endpoint JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=1 \
+	  (cd infra && CI=$${CI:-true} MERIDIAN_DYNAMODB_ENDPOINT=$$endpoint JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=1 \
 	    $(GO) test -count=1 ./...); rc=$$?; \
 	  scripts/dynamodb-local.sh stop >/dev/null 2>&1 || true; exit $$rc
 
