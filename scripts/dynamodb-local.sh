@@ -22,8 +22,10 @@ pidfile="$dir/server.pid"
 endpointfile="$dir/endpoint"
 logfile="$dir/server.log"
 
-log() { echo "dynamodb-local: $*" >&2; }
-die() { log "$*"; exit 1; }
+name=dynamodb-local
+proc_pattern=DynamoDBLocal.jar
+# shellcheck source=scripts/emulator-lib.sh
+source "$root/scripts/emulator-lib.sh"
 
 # answers URL: true when anything at URL returns an HTTP response to a POST.
 answers() {
@@ -31,38 +33,6 @@ answers() {
   code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 -X POST \
     -H 'Content-Type: application/x-amz-json-1.0' -d '{}' "$1" 2>/dev/null) || true
   [[ -n $code && $code != 000 ]]
-}
-
-# pid_alive: the recorded pid runs, and (where /proc tells) it is our
-# server, not an unrelated process that reused the pid.
-pid_alive() {
-  local pid
-  [[ -s $pidfile ]] || return 1
-  pid=$(<"$pidfile")
-  [[ $pid =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null || return 1
-  [[ ! -r /proc/$pid/cmdline ]] || tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q DynamoDBLocal.jar
-}
-
-# running: the recorded server is alive and answers at the recorded endpoint.
-running() {
-  pid_alive && [[ -s $endpointfile ]] && answers "$(<"$endpointfile")"
-}
-
-free_port() {
-  if command -v python3 >/dev/null 2>&1; then
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-    return
-  fi
-  local p
-  for _ in $(seq 1 200); do
-    p=$((20000 + RANDOM % 40000))
-    # A refused connection means nobody listens there.
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-      echo "$p"
-      return
-    fi
-  done
-  die "no free port found"
 }
 
 # need_packages installs from Debian what this machine lacks.
@@ -145,32 +115,4 @@ start() {
   echo "$url"
 }
 
-stop() {
-  if pid_alive; then
-    local pid
-    pid=$(<"$pidfile")
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
-    log "stopped pid $pid"
-  fi
-  rm -f "$pidfile" "$endpointfile"
-}
-
-endpoint() {
-  running || die "not running (start it with: $0 start)"
-  cat "$endpointfile"
-}
-
-case "${1:-}" in
-start) start ;;
-stop) stop ;;
-endpoint) endpoint ;;
-*)
-  echo "usage: $0 start|stop|endpoint" >&2
-  exit 2
-  ;;
-esac
+dispatch "$@"
