@@ -8,11 +8,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/meridian-data/meridian/shared/internal/devscripts"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -26,18 +27,14 @@ import (
 	"github.com/meridian-data/meridian/shared/upstream/adapters"
 )
 
-// repoRoot is the folder holding go.mod (tests run in their package's folder).
+// repoRoot is the folder holding go.mod.
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	dir, _ := os.Getwd()
-	for ; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		if dir == filepath.Dir(dir) {
-			t.Fatal("no go.mod above the test")
-		}
+	root, err := devscripts.Root()
+	if err != nil {
+		t.Fatal(err)
 	}
+	return root
 }
 
 // replayServer is the local handler with MERIDIAN_UPSTREAM=replay, an

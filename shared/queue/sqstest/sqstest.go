@@ -36,14 +36,14 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/meridian-data/meridian/shared/internal/devscripts"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -124,39 +124,8 @@ func unavailable(t testing.TB, err error) {
 	t.Skipf("sqstest: no SQS emulator: %v", err)
 }
 
-// runScript calls scripts/goaws.sh and returns the last line it printed.
-func runScript(arg string) (string, error) {
-	script, err := scriptPath()
-	if err != nil {
-		return "", err
-	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(script, arg)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s %s: %v\n%s", script, arg, err, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	return strings.TrimSpace(lines[len(lines)-1]), nil
-}
-
-// scriptPath finds scripts/goaws.sh above the working directory.
-func scriptPath() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "scripts", "goaws.sh"), nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("sqstest: no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
+// runScript runs scripts/goaws.sh and returns the last line it printed.
+func runScript(arg string) (string, error) { return devscripts.Run("goaws.sh", arg) }
 
 // NewClient returns an SQS client for endpoint with static test
 // credentials and GoawsCompat.

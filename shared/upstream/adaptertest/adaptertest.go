@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridian-data/meridian/shared/internal/devscripts"
+
 	"github.com/meridian-data/meridian/shared/params"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/schemas"
@@ -27,20 +29,11 @@ var update = flag.Bool("update", false, "rewrite golden files from the adapters'
 // Root is the repository root (the folder holding go.mod).
 func Root(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
+	root, err := devscripts.Root()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test's folder")
-		}
-		dir = parent
-	}
+	return root
 }
 
 // FixturesDir is testdata/upstream.

@@ -7,14 +7,11 @@
 package dynamolocal
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
+
+	"github.com/meridian-data/meridian/shared/internal/devscripts"
 )
 
 // EnvEndpoint names the endpoint make test passes to go test.
@@ -39,36 +36,5 @@ func Endpoint() (string, error) {
 	return e, nil
 }
 
-// run calls the script and returns the last line it printed.
-func run(arg string) (string, error) {
-	script, err := scriptPath()
-	if err != nil {
-		return "", err
-	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(script, arg)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s %s: %v\n%s", script, arg, err, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	return strings.TrimSpace(lines[len(lines)-1]), nil
-}
-
-// scriptPath finds scripts/dynamodb-local.sh above the working directory.
-func scriptPath() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "scripts", "dynamodb-local.sh"), nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("dynamolocal: no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
+// run runs scripts/dynamodb-local.sh and returns the last line it printed.
+func run(arg string) (string, error) { return devscripts.Run("dynamodb-local.sh", arg) }
