@@ -176,3 +176,17 @@ func (u *Upstream) LastRequest(t testing.TB) replay.Request {
 	}
 	return reqs[len(reqs)-1]
 }
+
+// Items returns data's items as objects, failing when it has none.
+func Items(t testing.TB, data map[string]any) []map[string]any {
+	t.Helper()
+	raw, ok := data["items"].([]any)
+	if !ok {
+		t.Fatalf("items is %T", data["items"])
+	}
+	out := make([]map[string]any, len(raw))
+	for i, v := range raw {
+		out[i] = v.(map[string]any)
+	}
+	return out
+}

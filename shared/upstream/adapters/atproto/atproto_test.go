@@ -115,19 +115,6 @@ func wantQuery(t *testing.T, r replay.Request, want map[string]string, absent ..
 	}
 }
 
-func items(t *testing.T, d map[string]any) []map[string]any {
-	t.Helper()
-	raw, ok := d["items"].([]any)
-	if !ok {
-		t.Fatalf("items = %v", d["items"])
-	}
-	out := make([]map[string]any, len(raw))
-	for i, it := range raw {
-		out[i] = it.(map[string]any)
-	}
-	return out
-}
-
 func warnings(d map[string]any) []string {
 	raw, _ := d["_warnings"].([]any)
 	out := make([]string, len(raw))
@@ -185,7 +172,7 @@ func TestSearchDefault(t *testing.T) {
 		wantQuery(t, req, map[string]string{"q": "golang"}, "limit", "sort", "cursor")
 		checkAuth(t, u)
 
-		it := items(t, d)
+		it := adaptertest.Items(t, d)
 		if len(it) != 3 || d["count"] != 3.0 {
 			t.Fatalf("count = %v, items = %d", d["count"], len(it))
 		}
@@ -232,7 +219,7 @@ func TestSearchParameters(t *testing.T) {
 func TestSearchEmpty(t *testing.T) {
 	routes(t, func(t *testing.T, u *adaptertest.Upstream) {
 		d := u.Data(t, searchEndpoint, "query=nothing-matches-this-sample", "search_empty")
-		if it := items(t, d); len(it) != 0 || d["count"] != 0.0 {
+		if it := adaptertest.Items(t, d); len(it) != 0 || d["count"] != 0.0 {
 			t.Errorf("items = %v, count = %v", it, d["count"])
 		}
 		if d["cursor"] != nil || d["has_more"] != false {
@@ -244,7 +231,7 @@ func TestSearchEmpty(t *testing.T) {
 func TestSearchMissingCounters(t *testing.T) {
 	routes(t, func(t *testing.T, u *adaptertest.Upstream) {
 		d := u.Data(t, searchEndpoint, "query=sample-missing-counters", "search_missing_counters")
-		it := items(t, d)
+		it := adaptertest.Items(t, d)
 		if len(it) != 2 {
 			t.Fatalf("items = %d", len(it))
 		}
@@ -281,7 +268,7 @@ func TestSearchLargeIDs(t *testing.T) {
 		d := u.Data(t, searchEndpoint, "query=sample-large-ids", "search_large_ids")
 		// The golden file holds the exact digits; here, that ids and the
 		// cursor are strings preserved as sent.
-		it := items(t, d)
+		it := adaptertest.Items(t, d)
 		if it[0]["id"] != "at://did:web:very-long-self-hosted-identity.subdomain.example.com/app.bsky.feed.post/3zzzzzzzzzzzz" {
 			t.Errorf("id = %v", it[0]["id"])
 		}

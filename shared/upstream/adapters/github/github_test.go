@@ -33,19 +33,6 @@ func start(t *testing.T, secrets map[string]string) *adaptertest.Upstream {
 	return adaptertest.StartWith(t, github.Provider(), secrets, opts)
 }
 
-func items(t *testing.T, data map[string]any) []map[string]any {
-	t.Helper()
-	raw, ok := data["items"].([]any)
-	if !ok {
-		t.Fatalf("items is %T", data["items"])
-	}
-	out := make([]map[string]any, len(raw))
-	for i, v := range raw {
-		out[i] = v.(map[string]any)
-	}
-	return out
-}
-
 func TestProfileData(t *testing.T) {
 	u := start(t, nil)
 	p := u.Data(t, profileEndpoint, "handle=octocat", "profile-default")
@@ -78,7 +65,7 @@ func TestProfileData(t *testing.T) {
 func TestReposData(t *testing.T) {
 	u := start(t, nil)
 	data := u.Data(t, reposEndpoint, "handle=octocat", "repos-default")
-	got := items(t, data)
+	got := adaptertest.Items(t, data)
 	if data["count"] != 4.0 || len(got) != 4 || data["cursor"] != nil || data["has_more"] != false {
 		t.Fatalf("default list: count %v cursor %v has_more %v", data["count"], data["cursor"], data["has_more"])
 	}
@@ -90,18 +77,18 @@ func TestReposData(t *testing.T) {
 		t.Fatalf("fork/archived/topics: %v %v %v", got[1]["is_fork"], got[3]["is_archived"], got[2]["topics"])
 	}
 	empty := u.Data(t, reposEndpoint, "handle=sample-empty", "repos-empty")
-	if empty["count"] != 0.0 || len(items(t, empty)) != 0 || empty["cursor"] != nil || empty["has_more"] != false {
+	if empty["count"] != 0.0 || len(adaptertest.Items(t, empty)) != 0 || empty["cursor"] != nil || empty["has_more"] != false {
 		t.Fatalf("empty: %v", empty)
 	}
 	big := u.Data(t, reposEndpoint, "handle=sample-bigid", "repos-big-id")
-	if id := items(t, big)[0]["id"]; id != "12345678901234567890123" {
+	if id := adaptertest.Items(t, big)[0]["id"]; id != "12345678901234567890123" {
 		t.Fatalf("big id = %v", id)
 	}
 	sparseList := u.Data(t, reposEndpoint, "handle=sample-sparse", "repos-sparse")
 	if w := sparseList["_warnings"].([]any); len(w) != 2 || !strings.Contains(w[1].(string), "null (unknown)") {
 		t.Errorf("sparse warnings: %v", w)
 	}
-	sparse := items(t, sparseList)[0]
+	sparse := adaptertest.Items(t, sparseList)[0]
 	for _, k := range []string{"stars", "forks", "open_issues", "topics", "is_archived", "pushed_at"} {
 		if v, ok := sparse[k]; !ok || v != nil {
 			t.Errorf("sparse %s = %v (present %v); want null", k, v, ok)
@@ -112,7 +99,7 @@ func TestReposData(t *testing.T) {
 func TestIssuesData(t *testing.T) {
 	u := start(t, nil)
 	data := u.Data(t, issuesEndpoint, "repo=octocat/Hello-World", "issues-default")
-	got := items(t, data)
+	got := adaptertest.Items(t, data)
 	if data["repo"] != "octocat/Hello-World" || data["count"] != 3.0 || data["has_more"] != false || data["cursor"] != nil {
 		t.Fatalf("default list: %v", data)
 	}
@@ -127,14 +114,14 @@ func TestIssuesData(t *testing.T) {
 		t.Fatalf("warnings: %v", w)
 	}
 	empty := u.Data(t, issuesEndpoint, "repo=sample-org/sample-empty", "issues-empty")
-	if empty["count"] != 0.0 || len(items(t, empty)) != 0 || empty["has_more"] != false || empty["_warnings"] != nil {
+	if empty["count"] != 0.0 || len(adaptertest.Items(t, empty)) != 0 || empty["has_more"] != false || empty["_warnings"] != nil {
 		t.Fatalf("empty: %v", empty)
 	}
-	big := items(t, u.Data(t, issuesEndpoint, "repo=sample-org/sample-bigid", "issues-big-id"))[0]
+	big := adaptertest.Items(t, u.Data(t, issuesEndpoint, "repo=sample-org/sample-bigid", "issues-big-id"))[0]
 	if big["id"] != "12345678901234567890123" || big["author"].(map[string]any)["id"] != "98765432109876543210" {
 		t.Fatalf("big ids: %v", big)
 	}
-	sparse := items(t, u.Data(t, issuesEndpoint, "repo=sample-org/sample-sparse", "issues-sparse"))
+	sparse := adaptertest.Items(t, u.Data(t, issuesEndpoint, "repo=sample-org/sample-sparse", "issues-sparse"))
 	if s := sparse[0]; s["comments"] != nil || s["author"] != nil || s["updated_at"] != nil || s["labels"] != nil {
 		t.Fatalf("sparse issue: %v", s)
 	}

@@ -29,19 +29,6 @@ func start(t *testing.T, secrets map[string]string) *adaptertest.Upstream {
 	return adaptertest.StartWith(t, youtube.Provider(), secrets, opts)
 }
 
-func items(t *testing.T, data map[string]any) []map[string]any {
-	t.Helper()
-	raw, ok := data["items"].([]any)
-	if !ok {
-		t.Fatalf("items is %T", data["items"])
-	}
-	out := make([]map[string]any, len(raw))
-	for i, v := range raw {
-		out[i] = v.(map[string]any)
-	}
-	return out
-}
-
 func TestSearchDefault(t *testing.T) {
 	u := start(t, nil)
 	data := u.Data(t, endpoint, "query=go+concurrency", "search-default")
@@ -51,7 +38,7 @@ func TestSearchDefault(t *testing.T) {
 	if data["query"] != "go concurrency" {
 		t.Fatalf("query = %v", data["query"])
 	}
-	got := items(t, data)
+	got := adaptertest.Items(t, data)
 	want := []struct{ id, typ, url string }{
 		{"sampleVid01", "video", "https://www.youtube.com/watch?v=sampleVid01"},
 		{"UCsampleTalksChannel0002", "channel", "https://www.youtube.com/channel/UCsampleTalksChannel0002"},
@@ -93,14 +80,14 @@ func TestSearchDefault(t *testing.T) {
 func TestSearchEdgeCases(t *testing.T) {
 	u := start(t, nil)
 	empty := u.Data(t, endpoint, "query=sample-empty", "search-empty")
-	if empty["count"] != 0.0 || len(items(t, empty)) != 0 || empty["cursor"] != nil || empty["has_more"] != false || empty["total"] != 0.0 {
+	if empty["count"] != 0.0 || len(adaptertest.Items(t, empty)) != 0 || empty["cursor"] != nil || empty["has_more"] != false || empty["total"] != 0.0 {
 		t.Fatalf("empty page: %v", empty)
 	}
 	sparse := u.Data(t, endpoint, "query=sample-sparse", "search-sparse")
 	if sparse["total"] != nil || sparse["has_more"] != false || sparse["cursor"] != nil {
 		t.Fatalf("sparse list fields: total %v has_more %v cursor %v", sparse["total"], sparse["has_more"], sparse["cursor"])
 	}
-	got := items(t, sparse)
+	got := adaptertest.Items(t, sparse)
 	if len(got) != 2 || got[0]["thumbnail_url"] != nil || got[0]["description"] != nil || got[0]["channel"].(map[string]any)["name"] != nil {
 		t.Fatalf("sparse video: %v", got[0])
 	}
