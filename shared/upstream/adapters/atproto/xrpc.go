@@ -3,8 +3,6 @@ package atproto
 import (
 	"encoding/json"
 	"errors"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/meridian-data/meridian/shared/upstream"
@@ -45,7 +43,7 @@ func classify(resp *upstream.Response, err error, now time.Time) error {
 		f.Reason = e.reason()
 	}
 	if f.Kind == upstream.RateLimited && f.RetryAfter <= 0 {
-		f.RetryAfter = resetWait(resp.Header.Get("ratelimit-reset"), now)
+		f.RetryAfter = upstream.UntilUnix(resp.Header.Get("ratelimit-reset"), now)
 	}
 	return f
 }
@@ -59,17 +57,4 @@ func (e xrpcError) reason() string {
 		r = r[:maxReason] + "..."
 	}
 	return r
-}
-
-// resetWait reads the RateLimit-Reset header the network's services send
-// with a 429: the Unix time, in seconds, when the window opens again.
-func resetWait(v string, now time.Time) time.Duration {
-	secs, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	if err != nil || secs <= 0 {
-		return 0
-	}
-	if wait := time.Unix(secs, 0).Sub(now); wait > 0 {
-		return wait
-	}
-	return 0
 }

@@ -19,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/meridian-data/meridian/shared/upstream"
 )
@@ -216,7 +215,7 @@ func classify(resp *upstream.Response, err error, now time.Time) error {
 			Error string `json:"error"`
 		}
 		if json.Unmarshal(resp.Body, &e) == nil && e.Error != "" {
-			f.Reason = truncate(e.Error, 200)
+			f.Reason = upstream.Clip(e.Error, 200)
 		}
 	}
 	return f
@@ -225,31 +224,11 @@ func classify(resp *upstream.Response, err error, now time.Time) error {
 // resetWait turns an X-Ratelimit-Reset epoch into a wait, bounded by the
 // rate-limit window (a reset further away than that is not believable).
 func resetWait(reset string, now time.Time) time.Duration {
-	sec, err := strconv.ParseInt(strings.TrimSpace(reset), 10, 64)
-	if err != nil {
+	wait := upstream.UntilUnix(reset, now)
+	if wait == 0 {
 		return 0
 	}
-	wait := time.Unix(sec, 0).Sub(now)
-	switch {
-	case wait <= 0:
-		return 0
-	case wait > rateWindow:
-		return rateWindow
-	case wait < time.Second:
-		return time.Second
-	}
-	return wait.Round(time.Second)
+	return min(max(wait, time.Second), rateWindow).Round(time.Second)
 }
 
 func ptr[T any](v T) *T { return &v }
-
-// truncate bounds a reason taken from an upstream body, on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}

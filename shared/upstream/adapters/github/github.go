@@ -109,7 +109,7 @@ func classify(resp *upstream.Response, err error, now time.Time) error {
 			f.Kind, f.RetryAfter = upstream.RateLimited, time.Duration(retryAfter)*time.Second
 			f.Reason = "rate limited, retry-after given"
 		case strings.TrimSpace(h.Get("x-ratelimit-remaining")) == "0":
-			f.Kind, f.RetryAfter = upstream.RateLimited, untilReset(h.Get("x-ratelimit-reset"), now)
+			f.Kind, f.RetryAfter = upstream.RateLimited, max(upstream.UntilUnix(h.Get("x-ratelimit-reset"), now), time.Second)
 			f.Reason = "primary rate limit exhausted (resource " + h.Get("x-ratelimit-resource") + ")"
 		case strings.Contains(strings.ToLower(message), "rate limit") || f.Status == http.StatusTooManyRequests:
 			f.Kind = upstream.RateLimited
@@ -139,18 +139,6 @@ func secondsHeader(v string) int64 {
 		return 0
 	}
 	return n
-}
-
-// untilReset is the wait until x-ratelimit-reset (UTC epoch seconds). The
-// limit is known to be exhausted, so the wait is at least a second even
-// when the reset time has just passed or the header is missing.
-func untilReset(reset string, now time.Time) time.Duration {
-	epoch := secondsHeader(reset)
-	d := time.Unix(epoch, 0).Sub(now)
-	if epoch == 0 || d < time.Second {
-		return time.Second
-	}
-	return d
 }
 
 // pageParam turns the cursor back into the page number to send: empty for
@@ -245,15 +233,6 @@ func text(s *string) *string {
 	return s
 }
 
-// id keeps a numeric id exactly, as a string; null when absent.
-func id(n json.Number) *string {
-	if n == "" {
-		return nil
-	}
-	s := n.String()
-	return &s
-}
-
 // ---- code_host/profile ----
 
 type user struct {
@@ -301,7 +280,7 @@ func profile(ctx context.Context, c *upstream.Call) (any, error) {
 		return nil, upstream.MalformedFault("the user record has neither login nor id")
 	}
 	p := Profile{
-		ID: id(u.ID), Handle: text(u.Login), Name: text(u.Name), URL: text(u.HTMLURL), Type: accountType(u.Type),
+		ID: upstream.NumberID(u.ID), Handle: text(u.Login), Name: text(u.Name), URL: text(u.HTMLURL), Type: accountType(u.Type),
 		Bio: text(u.Bio), AvatarURL: text(u.AvatarURL), Company: text(u.Company), Location: text(u.Location),
 		WebsiteURL: text(u.Blog), Followers: u.Followers, Following: u.Following, ReposCount: u.PublicRepos,
 		CreatedAt: text(u.CreatedAt),
@@ -387,7 +366,7 @@ func repos(ctx context.Context, c *upstream.Call) (any, error) {
 	for _, r := range list {
 		missingCounters = missingCounters || r.StargazersCount == nil || r.ForksCount == nil || r.OpenIssuesCount == nil
 		out.Items = append(out.Items, Repo{
-			ID: id(r.ID), Platform: platform, Type: "repository", Name: text(r.Name), FullName: text(r.FullName),
+			ID: upstream.NumberID(r.ID), Platform: platform, Type: "repository", Name: text(r.Name), FullName: text(r.FullName),
 			URL: text(r.HTMLURL), Description: text(r.Description), Language: text(r.Language),
 			Stars: r.StargazersCount, Forks: r.ForksCount, OpenIssues: r.OpenIssuesCount,
 			IsFork: r.Fork, IsArchived: r.Archived, Topics: r.Topics,
@@ -516,7 +495,7 @@ func issues(ctx context.Context, c *upstream.Call) (any, error) {
 	pulls := 0
 	for _, is := range list {
 		item := Issue{
-			ID: id(is.ID), Number: is.Number, Platform: platform, Type: "issue", Title: text(is.Title),
+			ID: upstream.NumberID(is.ID), Number: is.Number, Platform: platform, Type: "issue", Title: text(is.Title),
 			URL: text(is.HTMLURL), Text: text(is.Body), State: text(is.State),
 			Comments: is.Comments, CreatedAt: text(is.CreatedAt), UpdatedAt: text(is.UpdatedAt), ClosedAt: text(is.ClosedAt),
 		}
@@ -534,7 +513,7 @@ func issues(ctx context.Context, c *upstream.Call) (any, error) {
 			}
 		}
 		if is.User != nil {
-			item.Author = &Author{ID: id(is.User.ID), Handle: text(is.User.Login), URL: text(is.User.HTMLURL)}
+			item.Author = &Author{ID: upstream.NumberID(is.User.ID), Handle: text(is.User.Login), URL: text(is.User.HTMLURL)}
 		}
 		out.Items = append(out.Items, item)
 	}

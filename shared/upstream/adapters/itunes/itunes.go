@@ -21,7 +21,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/meridian-data/meridian/shared/upstream"
 )
@@ -216,7 +215,7 @@ func classify(resp *upstream.Response, err error) error {
 			ErrorMessage string `json:"errorMessage"`
 		}
 		if json.Unmarshal(resp.Body, &e) == nil && e.ErrorMessage != "" {
-			f.Reason = truncate(e.ErrorMessage, 200)
+			f.Reason = upstream.Clip(e.ErrorMessage, 200)
 			// The caller's value, not the source, is at fault: say which.
 			for key, param := range map[string]string{"[country]": "country", "[lang]": "language"} {
 				if strings.Contains(e.ErrorMessage, key) {
@@ -231,7 +230,7 @@ func classify(resp *upstream.Response, err error) error {
 
 func mapApp(a softwareResult) *AppInfo {
 	out := &AppInfo{
-		ID:          idString(a.TrackID),
+		ID:          upstream.NumberID(a.TrackID),
 		BundleID:    a.BundleID,
 		Name:        a.TrackName,
 		URL:         a.TrackURL,
@@ -254,7 +253,7 @@ func mapApp(a softwareResult) *AppInfo {
 		Warnings:            []string{noRelatedApps},
 	}
 	out.Developer = &Developer{
-		ID:      idString(a.ArtistID),
+		ID:      upstream.NumberID(a.ArtistID),
 		Name:    firstNonNil(a.ArtistName, a.SellerName),
 		URL:     a.ArtistURL,
 		Website: a.SellerURL,
@@ -276,15 +275,6 @@ func mapApp(a softwareResult) *AppInfo {
 		out.Warnings = append(out.Warnings, "The source's file size could not be read as a byte count; size_bytes is null.")
 	}
 	return out
-}
-
-// idString keeps a numeric id exactly as the source wrote it.
-func idString(n json.Number) *string {
-	if n == "" {
-		return nil
-	}
-	s := n.String()
-	return &s
 }
 
 // parseSize reads fileSizeBytes: a decimal string ("52142080") in the
@@ -327,15 +317,4 @@ func safeKind(wrapperType string) string {
 		return wrapperType
 	}
 	return "non-app"
-}
-
-// truncate bounds a reason taken from an upstream body, on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

@@ -1,0 +1,43 @@
+package upstream
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Small helpers adapters share when they read upstream answers.
+
+// NumberID keeps a numeric id exactly, as a string (spec 2.4: large ids
+// never become numbers); nil when absent.
+func NumberID(n json.Number) *string {
+	if n == "" {
+		return nil
+	}
+	s := n.String()
+	return &s
+}
+
+// Clip shortens s to at most n bytes without splitting a character, for
+// upstream messages quoted in fault reasons.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// UntilUnix is the wait until the Unix second in a rate-limit reset header
+// (x-ratelimit-reset and the like); 0 when absent, unreadable or past.
+func UntilUnix(v string, now time.Time) time.Duration {
+	secs, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || secs <= 0 {
+		return 0
+	}
+	return max(time.Unix(secs, 0).Sub(now), 0)
+}
