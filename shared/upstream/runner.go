@@ -339,7 +339,7 @@ func (r *Runner) tryRoute(ctx context.Context, rt *route, params map[string]stri
 func (r *Runner) attempt(ctx context.Context, rt *route, params map[string]string) (any, *Fault) {
 	actx, cancel := context.WithTimeout(ctx, rt.timeout)
 	defer cancel()
-	c := &Call{Params: params, BaseURL: rt.baseURL, Now: r.opts.Now(), secrets: rt.secrets, client: r.client, public: r.public, route: rt.provider.Name}
+	c := &Call{Params: params, BaseURL: rt.baseURL, Now: r.opts.Now(), secrets: rt.secrets, client: r.client, public: r.public}
 	data, err := rt.adapter(actx, c)
 	if err == nil && data == nil {
 		err = MalformedFault("the adapter mapped no data")

@@ -71,7 +71,6 @@ type Call struct {
 	secrets map[string]string
 	client  *http.Client
 	public  *URLPolicy
-	route   string
 }
 
 // Param returns a validated parameter's value ("" when absent).
