@@ -24,6 +24,7 @@ import (
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/gateway"
+	"github.com/meridian-data/meridian/shared/openapi"
 	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/schemas"
@@ -44,6 +45,8 @@ const (
 	EnvInvalidKeyLimit = "MERIDIAN_INVALID_KEY_LIMIT" // invalid-key attempts per client per minute (default 20)
 	EnvTable           = "MERIDIAN_TABLE"             // DynamoDB table of the Lambda functions
 	EnvFairUse         = "MERIDIAN_FAIR_USE"          // 30-day ceilings: platform/endpoint=N,… (0 turns metering off)
+	EnvContactURL      = "MERIDIAN_CONTACT_URL"       // the OpenAPI document's info.contact.url
+	EnvContactEmail    = "MERIDIAN_CONTACT_EMAIL"     // the OpenAPI document's info.contact.email
 )
 
 // DefaultAddr is where make run listens.
@@ -130,8 +133,19 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 		Throttle:      deps.Throttle,
 		AdminToken:    cmp.Or(deps.AdminToken, os.Getenv(EnvAdminToken)),
 		ErrorsURL:     os.Getenv(EnvErrorsURL),
+		Contact:       contact(),
 		Logger:        logger,
 	}
+}
+
+// contact is the operator's support contact for the OpenAPI document, or
+// nil for the default when neither variable is set.
+func contact() *openapi.Contact {
+	url, email := os.Getenv(EnvContactURL), os.Getenv(EnvContactEmail)
+	if url == "" && email == "" {
+		return nil
+	}
+	return &openapi.Contact{Name: openapi.DefaultContact.Name, URL: url, Email: email}
 }
 
 // Function is the Lambda handler of one family.

@@ -7,10 +7,10 @@ package openapi
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
-	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/registry"
 )
 
@@ -22,52 +22,115 @@ type DataSchemas func(endpointKey string) (json.RawMessage, bool)
 
 type obj = map[string]any
 
-// Document builds the description for a deployment reachable at baseURL.
-func Document(reg *registry.Registry, baseURL string, schemas DataSchemas) obj {
-	paths := obj{}
-	components := obj{
-		"securitySchemes": obj{
-			"ApiKey": obj{"type": "apiKey", "in": "header", "name": "x-api-key"},
-			"Bearer": obj{"type": "http", "scheme": "bearer", "description": "Accepted on GET requests under /v1 and /sandbox and on /mcp only."},
-		},
-		"schemas": baseSchemas(),
-		"responses": obj{
-			"Error": obj{
-				"description": "A typed error (spec 2.2); branch on error.type.",
-				"content":     obj{"application/json": obj{"schema": ref("ErrorEnvelope")}},
-			},
-		},
+// Contact is the document's info.contact: who answers for this deployment.
+type Contact struct {
+	Name  string `json:"name,omitempty"`
+	URL   string `json:"url,omitempty"`
+	Email string `json:"email,omitempty"`
+}
+
+// DefaultContact points at the project's home, where its issues are filed.
+var DefaultContact = Contact{Name: "Meridian API support", URL: "https://github.com/meridian-data/meridian"}
+
+// Options are the deployment's parts of the document.
+type Options struct {
+	// BaseURL is the servers entry ("/" for wherever the document was read).
+	BaseURL string
+	// Schemas gives each data endpoint's data schema; nil publishes none.
+	Schemas DataSchemas
+	// Contact defaults to DefaultContact.
+	Contact *Contact
+}
+
+// Document builds the description of the registry.
+func Document(reg *registry.Registry, opts Options) obj {
+	if opts.Schemas == nil {
+		opts.Schemas = func(string) (json.RawMessage, bool) { return nil, false }
 	}
-	schemaDefs := components["schemas"].(obj)
+	contact := DefaultContact
+	if opts.Contact != nil {
+		contact = *opts.Contact
+	}
+	paths := obj{}
+	schemaDefs := baseSchemas()
+	responses := newResponseSet()
+	used := map[string]bool{}
 	for _, e := range reg.Live() {
 		if e.Origin == registry.Derived {
 			continue
 		}
-		path, op := operation(e, schemas, schemaDefs)
+		path, op := operation(e, opts.Schemas, schemaDefs, responses)
 		item, _ := paths[path].(obj)
 		if item == nil {
 			item = obj{}
 			paths[path] = item
 		}
 		item[strings.ToLower(e.HTTPMethod())] = op
+		used[tag(e)] = true
 	}
 	return obj{
 		"openapi": "3.1.0",
 		"info": obj{
 			"title":       "Meridian public data API",
 			"version":     Version,
-			"description": "Public data from many platforms in one JSON envelope. Successful data calls spend credits; failures cost 0. The catalogue at /v1/utility/endpoints reflects the same registry.",
+			"description": "Public data from many platforms in one JSON envelope. Successful data calls spend credits; failures cost 0. Every error carries a stable error.type (the ErrorType roster); the catalogue at /v1/utility/endpoints reflects the same registry and says which endpoints this deployment can serve.",
+			"contact":     contact,
+			"license":     obj{"name": "Proprietary", "url": contact.URL},
 		},
-		"servers":    []any{obj{"url": baseURL}},
-		"security":   []any{obj{"ApiKey": []any{}}},
-		"paths":      paths,
-		"components": components,
+		"servers":  []any{obj{"url": opts.BaseURL, "description": "This deployment."}},
+		"security": []any{obj{"ApiKey": []any{}}},
+		"tags":     tags(reg, used),
+		"paths":    paths,
+		"components": obj{
+			"securitySchemes": obj{
+				"ApiKey": obj{"type": "apiKey", "in": "header", "name": "x-api-key", "description": "An API key (mn_ and 43 characters). Never in the query string."},
+				"Bearer": obj{"type": "http", "scheme": "bearer", "description": "The API key as a Bearer token; accepted on GET requests under /v1 and /sandbox and on /mcp only."},
+			},
+			"schemas":    schemaDefs,
+			"responses":  responses.responses,
+			"headers":    responses.headers,
+			"parameters": requestHeaders(),
+		},
+	}
+}
+
+// tags declares every tag an operation uses, described by its platform's kind.
+func tags(reg *registry.Registry, used map[string]bool) []any {
+	names := make([]string, 0, len(used))
+	for name := range used {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	out := make([]any, 0, len(names))
+	for _, name := range names {
+		desc := registry.PlatformKinds[name]
+		if name == "api" {
+			desc = "The API index: every platform with its endpoints."
+		}
+		out = append(out, obj{"name": name, "description": desc})
+	}
+	return out
+}
+
+// requestHeaders are the request headers the API reads besides the key.
+func requestHeaders() obj {
+	return obj{
+		"IdempotencyKey": obj{
+			"name": "Idempotency-Key", "in": "header", "required": false,
+			"description": "Makes retries of a direct GET safe (spec 4.10): the first request runs; a concurrent one gets 409; later ones replay the stored answer for 24 hours at no charge. Scoped to the account; not applied to batch items or MCP calls.",
+			"schema":      obj{"type": "string", "minLength": 1, "maxLength": 255},
+		},
+		"CacheControl": obj{
+			"name": "Cache-Control", "in": "header", "required": false,
+			"description": "no-cache (or max-age=0) fetches fresh and refreshes the cache; no-store fetches fresh and keeps nothing.",
+			"schema":      obj{"type": "string", "examples": []any{"no-cache", "no-store"}},
+		},
 	}
 }
 
 func ref(name string) obj { return obj{"$ref": "#/components/schemas/" + name} }
 
-func operation(e *registry.Endpoint, schemas DataSchemas, defs obj) (string, obj) {
+func operation(e *registry.Endpoint, schemas DataSchemas, defs obj, rs *responseSet) (string, obj) {
 	path := e.Path()
 	params := []any{}
 	for _, p := range e.Accepted() {
@@ -84,16 +147,30 @@ func operation(e *registry.Endpoint, schemas DataSchemas, defs obj) (string, obj
 		}
 		params = append(params, param)
 	}
+	if e.HTTPMethod() == http.MethodGet {
+		params = append(params, obj{"$ref": "#/components/parameters/IdempotencyKey"})
+	}
+	if e.Kind == registry.Data {
+		params = append(params, obj{"$ref": "#/components/parameters/CacheControl"})
+	}
+	success := obj{"description": "Success.", "headers": rs.responseHeaders(e, http.StatusOK),
+		"content": obj{"application/json": obj{"schema": successSchema(e, schemas, defs)}}}
+	if serves(e, "markdown") {
+		success["description"] = "Success: markdown by default, the success envelope with format=json."
+		success["content"].(obj)["text/markdown"] = obj{"schema": obj{"type": "string"}}
+	}
+	responses := obj{"200": success}
+	for _, o := range outcomes(e) {
+		responses[statusKey(o.status)] = rs.errorResponse(e, o)
+	}
+	responses["default"] = rs.defaultResponse(e)
 	op := obj{
-		"operationId": operationID(e),
-		"summary":     e.Name,
-		"description": e.Description,
-		"tags":        []any{tag(e)},
-		"parameters":  params,
-		"responses": obj{
-			"200":     obj{"description": "Success.", "content": obj{"application/json": obj{"schema": successSchema(e, schemas, defs)}}},
-			"default": obj{"$ref": "#/components/responses/Error"},
-		},
+		"operationId":   operationID(e),
+		"summary":       e.Name,
+		"description":   e.Description,
+		"tags":          []any{tag(e)},
+		"parameters":    params,
+		"responses":     responses,
 		"x-credit-cost": e.Cost,
 	}
 	if e.HTTPMethod() == http.MethodGet { // Bearer works on GETs under /v1, never on batch
@@ -101,7 +178,8 @@ func operation(e *registry.Endpoint, schemas DataSchemas, defs obj) (string, obj
 	}
 	if e.Platform == "batch" {
 		op["requestBody"] = obj{"required": true, "content": obj{"application/json": obj{"schema": ref("BatchRequest")}}}
-		op["responses"].(obj)["200"] = obj{"description": "The batch wrapper (spec 2.3).", "content": obj{"application/json": obj{"schema": ref("BatchWrapper")}}}
+		success["description"] = "The batch wrapper (spec 2.3)."
+		success["content"] = obj{"application/json": obj{"schema": ref("BatchWrapper")}}
 	}
 	if e.Deprecated != nil {
 		op["deprecated"] = true
@@ -113,6 +191,13 @@ func operation(e *registry.Endpoint, schemas DataSchemas, defs obj) (string, obj
 		op["x-limited-capacity"] = true
 	}
 	return path, op
+}
+
+// serves reports whether e answers in the given format: a declared
+// "format" parameter lists it.
+func serves(e *registry.Endpoint, format string) bool {
+	p, ok := e.Lookup("format")
+	return ok && slices.Contains(p.Enum, format)
 }
 
 func operationID(e *registry.Endpoint) string {
@@ -202,12 +287,7 @@ func successSchema(e *registry.Endpoint, schemas DataSchemas, defs obj) obj {
 		data = ref("Status")
 	}
 	if raw, ok := schemas(e.Key()); ok && e.Kind == registry.Data {
-		var s obj
-		if json.Unmarshal(raw, &s) == nil {
-			// The document's dialect is 2020-12 already; schemas use no
-			// internal $ref, so dropping $id loses nothing (tested).
-			delete(s, "$schema")
-			delete(s, "$id")
+		if s, err := embeddable(raw); err == nil {
 			name := "Data_" + operationID(e)
 			defs[name] = s
 			data = obj{"anyOf": []any{ref(name), ref("DryRun")}}
@@ -217,30 +297,12 @@ func successSchema(e *registry.Endpoint, schemas DataSchemas, defs obj) obj {
 }
 
 func baseSchemas() obj {
-	var types []any
-	for _, t := range envelope.Roster {
-		types = append(types, string(t.Type))
-	}
-	sort.Slice(types, func(i, j int) bool { return types[i].(string) < types[j].(string) })
-	credits := obj{"type": []any{"integer", "null"}, "description": "Credits charged; null while a charge is pending reconciliation."}
 	return obj{
-		"ErrorType": obj{"type": "string", "enum": types, "description": "Stable error types (spec 7). KEY_REVOKED is listed but never emitted."},
-		"DryRun": obj{
-			"type":        "object",
-			"description": "The data of a dry run (dry_run=1): an estimate; nothing fetched, reserved or cached.",
-			"required":    []any{"dry_run", "credit_cost", "estimated_credits", "cache"},
-			"properties": obj{
-				"dry_run":           obj{"const": true},
-				"credit_cost":       obj{"type": "integer"},
-				"estimated_credits": obj{"type": "integer"},
-				"cache":             obj{"enum": []any{"HIT", "MISS", "BYPASS", "OFF"}},
-				"can_pay":           obj{"type": []any{"boolean", "null"}},
-				"refusal":           obj{"enum": []any{nil, "KEY_LIMIT_EXCEEDED", "INSUFFICIENT_CREDITS"}},
-				"credits_remaining": obj{"type": []any{"integer", "null"}},
-				"key_credit_limit":  obj{"type": []any{"integer", "null"}},
-				"key_credits_used":  obj{"type": []any{"integer", "null"}},
-			},
-		},
+		"ErrorType":       errorTypeSchema(),
+		"ErrorDetails":    errorDetailsSchema(),
+		"ErrorEnvelope":   errorEnvelope(ref("ErrorType"), ref("ErrorDetails")),
+		"SuccessEnvelope": successEnvelope(obj{"type": "object"}),
+		"DryRun":          dryRunSchema(),
 		"Status": obj{
 			"type":        "object",
 			"description": "Each data platform's health over the last 15 minutes.",
@@ -261,43 +323,6 @@ func baseSchemas() obj {
 				}},
 			},
 		},
-		"SuccessEnvelope": obj{
-			"type":     "object",
-			"required": []any{"success", "platform", "endpoint", "data", "credits_used", "request_id", "cached"},
-			"properties": obj{
-				"success":           obj{"const": true},
-				"platform":          obj{"type": "string"},
-				"endpoint":          obj{"type": "string"},
-				"data":              obj{"type": "object"},
-				"credits_used":      credits,
-				"credits_remaining": obj{"type": "integer"},
-				"request_id":        obj{"type": "string", "pattern": "^req_"},
-				"cached":            obj{"type": "boolean"},
-				"synthetic":         obj{"type": "boolean"},
-				"degraded":          obj{"type": "boolean"},
-			},
-		},
-		"ErrorEnvelope": obj{
-			"type":     "object",
-			"required": []any{"success", "error", "credits_used", "request_id"},
-			"properties": obj{
-				"success": obj{"const": false},
-				"error": obj{
-					"type":     "object",
-					"required": []any{"type", "message", "status", "doc_url"},
-					"properties": obj{
-						"type":    ref("ErrorType"),
-						"message": obj{"type": "string"},
-						"status":  obj{"type": "integer"},
-						"doc_url": obj{"type": "string", "format": "uri"},
-						"details": obj{"type": "object"},
-					},
-				},
-				"credits_used":      credits,
-				"credits_remaining": obj{"type": "integer"},
-				"request_id":        obj{"type": "string", "pattern": "^req_"},
-			},
-		},
 		"BatchRequest": obj{
 			"type":     "object",
 			"required": []any{"requests"},
@@ -307,16 +332,17 @@ func baseSchemas() obj {
 					"type":     "object",
 					"required": []any{"platform", "endpoint"},
 					"properties": obj{
-						"platform": obj{"type": "string"},
-						"endpoint": obj{"type": "string"},
+						"platform": obj{"type": "string", "examples": []any{"company_registry"}},
+						"endpoint": obj{"type": "string", "description": "The endpoint id after the platform, e.g. search or profile/repos.", "examples": []any{"search"}},
 						"params":   obj{"type": "object", "additionalProperties": obj{"type": []any{"string", "number", "boolean"}}},
 					},
 				},
 			}},
 		},
 		"BatchWrapper": obj{
-			"type":     "object",
-			"required": []any{"success", "count", "succeeded", "failed", "credits_used", "results"},
+			"type":        "object",
+			"description": "The batch wrapper (spec 2.3): no request_id of its own; each result is a success or an error envelope with its index and status.",
+			"required":    []any{"success", "count", "succeeded", "failed", "credits_used", "results"},
 			"properties": obj{
 				"success":           obj{"const": true},
 				"count":             obj{"type": "integer"},
@@ -332,6 +358,7 @@ func baseSchemas() obj {
 						"status":  obj{"type": "integer"},
 						"success": obj{"type": "boolean"},
 					},
+					"oneOf": []any{ref("SuccessEnvelope"), ref("ErrorEnvelope")},
 				}},
 			},
 		},

@@ -13,8 +13,6 @@ import (
 	"github.com/meridian-data/meridian/shared/schemas"
 )
 
-func noSchemas(string) (json.RawMessage, bool) { return nil, false }
-
 func load(t *testing.T, doc any) *openapi3.T {
 	t.Helper()
 	raw, err := json.Marshal(doc)
@@ -33,7 +31,7 @@ func load(t *testing.T, doc any) *openapi3.T {
 
 func TestDocumentValidatesAndCoversTheRegistry(t *testing.T) {
 	reg := registry.Default()
-	doc := load(t, Document(reg, "https://api.example.com", noSchemas))
+	doc := load(t, Document(reg, Options{BaseURL: "https://api.example.com"}))
 	if doc.OpenAPI != "3.1.0" || !doc.IsOpenAPI31OrLater() {
 		t.Fatalf("openapi %q", doc.OpenAPI)
 	}
@@ -75,9 +73,9 @@ func TestDocumentValidatesAndCoversTheRegistry(t *testing.T) {
 
 func TestDataSchemasAreReferenced(t *testing.T) {
 	schema := json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","$id":"https://x/y.json","type":"object","x-contract-version":"2026-09-22","properties":{"count":{"type":["number","null"]}}}`)
-	doc := Document(registry.Default(), "https://api.example.com", func(key string) (json.RawMessage, bool) {
+	doc := Document(registry.Default(), Options{BaseURL: "https://api.example.com", Schemas: func(key string) (json.RawMessage, bool) {
 		return schema, key == "company_registry/search"
-	})
+	}})
 	loaded := load(t, doc)
 	s, ok := loaded.Components.Schemas["Data_company_registry_search"]
 	if !ok || s.Value.Properties["count"] == nil {
@@ -90,7 +88,7 @@ func TestDataSchemasAreReferenced(t *testing.T) {
 }
 
 func TestYAMLIsTheSameDocument(t *testing.T) {
-	doc := Document(registry.Default(), "https://api.example.com", noSchemas)
+	doc := Document(registry.Default(), Options{BaseURL: "https://api.example.com"})
 	js, _ := json.Marshal(doc)
 	y, err := yaml.JSONToYAML(js)
 	if err != nil {
@@ -111,7 +109,7 @@ func TestYAMLIsTheSameDocument(t *testing.T) {
 }
 
 func TestDocumentWithEveryPublishedSchemaValidates(t *testing.T) {
-	doc := load(t, Document(registry.Default(), "https://api.example.com", schemas.For))
+	doc := load(t, Document(registry.Default(), Options{BaseURL: "https://api.example.com", Schemas: schemas.For}))
 	for _, key := range schemas.Keys() {
 		raw, _ := schemas.For(key)
 		if strings.Contains(string(raw), `"$ref"`) || strings.Contains(string(raw), `"$defs"`) {

@@ -23,11 +23,8 @@ type openAPIDocs struct {
 func (p *Pipeline) openAPI() (*openAPIDocs, error) {
 	d := &p.openapi
 	d.once.Do(func() {
-		schemas := p.cfg.DataSchemas
-		if schemas == nil {
-			schemas = func(string) (json.RawMessage, bool) { return nil, false }
-		}
-		d.json, d.err = json.MarshalIndent(openapi.Document(p.cfg.Registry, "/", schemas), "", "  ")
+		doc := openapi.Document(p.cfg.Registry, openapi.Options{BaseURL: "/", Schemas: p.cfg.DataSchemas, Contact: p.cfg.Contact})
+		d.json, d.err = json.MarshalIndent(doc, "", "  ")
 		if d.err == nil {
 			d.yaml, d.err = yaml.JSONToYAML(d.json)
 		}

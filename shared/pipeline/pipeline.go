@@ -76,6 +76,8 @@ type Config struct {
 	AdminToken string
 	// DataSchemas publishes each data endpoint's data schema (OpenAPI).
 	DataSchemas openapi.DataSchemas
+	// Contact is the OpenAPI document's info.contact (nil: the default).
+	Contact *openapi.Contact
 	// Outcomes serves /v1/status (the worker writes it from usage events).
 	Outcomes store.Outcomes
 	// Events takes every request's usage event and the billing

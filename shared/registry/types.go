@@ -144,8 +144,12 @@ type Endpoint struct {
 	// AI marks the endpoints that accept the shared AI-assist set (spec 4.5).
 	AI              bool
 	LimitedCapacity bool
-	Streams         bool // accepts stream=1 (spec 4.4)
-	Deprecated      *Deprecation
+	// MayNotFind marks a service-owned endpoint that answers 404
+	// RESOURCE_NOT_FOUND when what it is asked for does not exist (every
+	// data endpoint may); the OpenAPI document lists that response.
+	MayNotFind bool
+	Streams    bool // accepts stream=1 (spec 4.4)
+	Deprecated *Deprecation
 	// RetiredFor, when set, retires the endpoint: it answers 410 naming this successor path.
 	RetiredFor string
 	Origin     Origin
