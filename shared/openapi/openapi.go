@@ -75,7 +75,9 @@ func Document(reg *registry.Registry, opts Options) obj {
 			"version":     Version,
 			"description": "Public data from many platforms in one JSON envelope. Successful data calls spend credits; failures cost 0. Every error carries a stable error.type (the ErrorType roster); the catalogue at /v1/utility/endpoints reflects the same registry and says which endpoints this deployment can serve.",
 			"contact":     contact,
-			"license":     obj{"name": "Proprietary", "url": contact.URL},
+			// Not an open-source licence: an SPDX LicenseRef names the
+			// operator's own terms.
+			"license": obj{"name": "Proprietary", "identifier": "LicenseRef-Proprietary"},
 		},
 		"servers":  []any{obj{"url": opts.BaseURL, "description": "This deployment."}},
 		"security": []any{obj{"ApiKey": []any{}}},

@@ -345,3 +345,16 @@ func TestLiveEntries(t *testing.T) {
 		}
 	}
 }
+
+// Every platform segment says what kind of platform it is (spec part 1):
+// the OpenAPI tags and catalogues describe platforms with it.
+func TestEveryPlatformHasAKind(t *testing.T) {
+	for _, name := range Default().Platforms() {
+		if name == "" {
+			continue
+		}
+		if PlatformKinds[name] == "" {
+			t.Errorf("%s has no entry in PlatformKinds", name)
+		}
+	}
+}

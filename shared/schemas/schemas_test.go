@@ -151,6 +151,15 @@ func TestConventions(t *testing.T) {
 
 func walk(t *testing.T, key, at string, node map[string]any, lodging bool) {
 	t.Helper()
+	// An array says what its elements are, an empty schema where the spec
+	// shows no element fields: OpenAPI linters and client generators need it.
+	isArray := node["type"] == "array"
+	if types, ok := node["type"].([]any); ok {
+		isArray = slices.Contains(types, any("array"))
+	}
+	if _, ok := node["items"]; isArray && !ok {
+		t.Errorf("%s%s: an array without items", key, at)
+	}
 	for kw, v := range node {
 		switch kw {
 		case "additionalProperties", "unevaluatedProperties":
