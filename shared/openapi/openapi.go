@@ -130,6 +130,10 @@ func requestHeaders() obj {
 	}
 }
 
+// anyObject is an object whose fields are not described here; generators
+// read a bare {"type":"object"} as an object with no fields.
+func anyObject() obj { return obj{"type": "object", "additionalProperties": true} }
+
 func ref(name string) obj { return obj{"$ref": "#/components/schemas/" + name} }
 
 func operation(e *registry.Endpoint, schemas DataSchemas, defs obj, rs *responseSet) (string, obj) {
@@ -284,7 +288,7 @@ func typed(p *registry.Param, v string) any {
 // successSchema is the success envelope with the endpoint's data schema;
 // a data endpoint's data may also be a dry-run estimate.
 func successSchema(e *registry.Endpoint, schemas DataSchemas, defs obj) obj {
-	data := obj{"type": "object"}
+	data := anyObject()
 	if e.Platform == "status" && e.ID == "" {
 		data = ref("Status")
 	}
@@ -303,7 +307,7 @@ func baseSchemas() obj {
 		"ErrorType":       errorTypeSchema(),
 		"ErrorDetails":    errorDetailsSchema(),
 		"ErrorEnvelope":   errorEnvelope(ref("ErrorType"), ref("ErrorDetails")),
-		"SuccessEnvelope": successEnvelope(obj{"type": "object"}),
+		"SuccessEnvelope": successEnvelope(anyObject()),
 		"DryRun":          dryRunSchema(),
 		"Status": obj{
 			"type":        "object",
