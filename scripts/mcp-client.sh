@@ -5,7 +5,10 @@
 # (scripts/npm-tools.sh).
 #
 # Usage: scripts/mcp-client.sh install
-#        scripts/mcp-client.sh run URL API_KEY TOOL 'JSON_ARGUMENTS'
+#        scripts/mcp-client.sh run URL API_KEY TOOL ['JSON_ARGUMENTS']
+#        scripts/mcp-client.sh run URL API_KEY '[{"tool":"…","arguments":{…}},…]'
+# Each call lists the tools first, as an agent does; the output is one JSON
+# line, and the exit status is 1 when the SDK threw on a call.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,5 +22,5 @@ case "${1:-}" in
     cp "$root/scripts/npm-tools/mcp-client.mjs" "$dir/mcp-client.mjs"
     exec node "$dir/mcp-client.mjs" "$@"
     ;;
-  *) echo "usage: $0 install | run URL API_KEY TOOL JSON_ARGUMENTS" >&2; exit 2 ;;
+  *) echo "usage: $0 install | run URL API_KEY TOOL [JSON_ARGUMENTS] | run URL API_KEY JSON_ARRAY_OF_CALLS" >&2; exit 2 ;;
 esac

@@ -158,10 +158,11 @@ var FanOuts = map[registry.Family]FanOut{
 
 // SecretReaders returns the functions that may read the upstream secret,
 // each with its reasons: the families serving an endpoint through a
-// provider that reads secrets (adapters.All()) and the fan-out families
-// that run such endpoints. The others (service among them: the operator
-// token has its own secret, AdminSecretReaders) never get
-// MERIDIAN_UPSTREAM_SECRET.
+// provider that reads secrets (adapters.All()), the fan-out families that
+// run such endpoints, and the families serving the catalogue (utility/*),
+// whose available flag follows route eligibility, which the secret
+// decides. The others never get MERIDIAN_UPSTREAM_SECRET (the operator
+// token has its own secret, AdminSecretReaders).
 func SecretReaders(reg *registry.Registry) map[string][]string {
 	secretEndpoints := map[string][]string{} // endpoint key -> provider: secret names
 	for _, p := range adapters.All() {
@@ -200,8 +201,26 @@ func SecretReaders(reg *registry.Registry) map[string][]string {
 			}
 		}
 	}
+	if len(keys) > 0 {
+		// Without the secret, the catalogue would call every credentialed
+		// endpoint unavailable while the families serving it answer.
+		for _, e := range reg.Endpoints() {
+			if e.Platform == CataloguePlatform {
+				add(string(e.Family), CatalogueSecretReason)
+			}
+		}
+	}
 	return readers
 }
+
+// CataloguePlatform is the platform of the catalogue endpoints, which
+// report which endpoints this deployment can serve.
+const CataloguePlatform = "utility"
+
+// CatalogueSecretReason is why the catalogue's family reads the upstream
+// secret.
+const CatalogueSecretReason = "reports which endpoints this deployment can serve: the catalogue's available flag, " +
+	"the quickstart and llms; it never calls a source"
 
 // AdminSecretReaders returns the functions that may read the operator
 // secret (MERIDIAN_ADMIN_SECRET): the families serving the operator API's

@@ -495,7 +495,7 @@ var wantPolicies = map[string]policyWant{
 	"web":       {table: tableAll, queue: send},
 	"bundle":    {table: tableAll, queue: send, secret: true},
 	"search":    {table: tableAll, queue: send, secret: true},
-	"service":   {table: tableAll, queue: send, adminSecret: true},
+	"service":   {table: tableAll, queue: send, secret: true, adminSecret: true},
 	"batch":     {table: tableNoDel, queue: send, secret: true},
 	"sandbox":   {table: tableSandbox, queue: send},
 	"mcp":       {table: tableNoDel, queue: send, secret: true},
@@ -617,8 +617,9 @@ func TestTableActionsModel(t *testing.T) {
 }
 
 // The upstream secret goes to the families serving endpoints through
-// providers that read secrets and the fan-out families; nobody else. The
-// service family serves no upstream endpoint, so it no longer reads it.
+// providers that read secrets, the fan-out families, and service, whose
+// catalogue reports which endpoints are available (route eligibility,
+// which the secret decides); nobody else.
 func TestSecretReaders(t *testing.T) {
 	readers := stack.SecretReaders(registry.Default())
 	var got []string
@@ -628,9 +629,13 @@ func TestSecretReaders(t *testing.T) {
 			t.Errorf("%s reads the secret without a reason", fn)
 		}
 	}
-	want := []string{"social", "media", "knowledge", "bundle", "search", "batch", "mcp"}
+	want := []string{"social", "media", "knowledge", "bundle", "search", "service", "batch", "mcp"}
 	if !equalStrings(got, want) {
 		t.Errorf("secret readers %v, want %v", got, want)
+	}
+	// Service serves no upstream endpoint: the catalogue is its only reason.
+	if why := readers["service"]; len(why) != 1 || why[0] != stack.CatalogueSecretReason {
+		t.Errorf("service reads the upstream secret for %v, want only %q", why, stack.CatalogueSecretReason)
 	}
 	for fn, why := range readers {
 		t.Logf("%s: %s", fn, strings.Join(why, "; "))
@@ -646,15 +651,19 @@ func TestSecretReaders(t *testing.T) {
 	if secret.Properties["GenerateSecretString"] != nil || secret.Properties["SecretString"] != "{}" {
 		t.Errorf("upstream secret %v, want SecretString {} and no generator", secret.Properties)
 	}
-	id := imported.functionID(t, "service")
-	env := imported.template.Resources[id].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
-	if _, has := env["MERIDIAN_UPSTREAM_SECRET"]; has {
-		t.Errorf("service reads the upstream secret: %v", env)
+	for _, fn := range []string{"service", "social"} {
+		id := imported.functionID(t, fn)
+		env := imported.template.Resources[id].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if env["MERIDIAN_UPSTREAM_SECRET"] != "meridian/dev/upstream" {
+			t.Errorf("%s: imported secret env %v", fn, env["MERIDIAN_UPSTREAM_SECRET"])
+		}
 	}
-	id = imported.functionID(t, "social")
-	env = imported.template.Resources[id].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
-	if env["MERIDIAN_UPSTREAM_SECRET"] != "meridian/dev/upstream" {
-		t.Errorf("imported secret env %v", env["MERIDIAN_UPSTREAM_SECRET"])
+	for _, fn := range []string{"commerce", "apps", "places", "web", "sandbox", stack.WorkerName} {
+		id := dev.functionID(t, fn)
+		env := dev.template.Resources[id].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if _, has := env["MERIDIAN_UPSTREAM_SECRET"]; has {
+			t.Errorf("%s reads the upstream secret: %v", fn, env)
+		}
 	}
 }
 

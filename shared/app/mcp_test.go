@@ -1,15 +1,19 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/meridian-data/meridian/shared/app"
 	"github.com/meridian-data/meridian/shared/auth"
@@ -19,6 +23,8 @@ import (
 	"github.com/meridian-data/meridian/shared/schemas"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/store/embedded"
+	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/adapters"
 )
 
 // mcpFixture is the local server (every family, the replay upstream, an
@@ -54,17 +60,33 @@ func startMCP(t *testing.T) *mcpFixture {
 		t.Fatal(err)
 	}
 	f.broke = newKey(t, s, broke.ID)
-	none := func(string) (string, bool) { return "", false }
-	h := app.LocalHandler(quietLogger(), app.Deps{Store: s, Upstream: app.NewUpstream(quietLogger(), none, base)})
+	h := app.LocalHandler(quietLogger(), app.Deps{Store: s, Upstream: mcpUpstream(base)})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	f.url = srv.URL + "/mcp"
 	return f
 }
 
+// mcpUpstream is the shipped providers on the replay upstream plus a
+// canned route for lodging_marketplace/locations: the one data schema with
+// a required field (items), which a dry-run estimate lacks, so the output
+// schema's dry-run branch is exercised end to end.
+func mcpUpstream(replayURL string) *upstream.Runner {
+	lodging := &upstream.Provider{Name: "lodging_fixture", Protocol: "canned answers (tests)", Static: true,
+		Endpoints: map[string]upstream.Adapter{"lodging_marketplace/locations": func(context.Context, *upstream.Call) (any, error) {
+			return map[string]any{"items": []any{map[string]any{"id": "lisbon", "name": "Lisbon", "country_code": "PT"}}}, nil
+		}}}
+	return upstream.NewRunner(append(adapters.All(), lodging), upstream.Settings{ReplayURL: replayURL})
+}
+
 func newKey(t *testing.T, s store.Store, accountID string) string {
 	t.Helper()
-	full, k := auth.NewKey(accountID, "mcp", nil)
+	return newLimitedKey(t, s, accountID, nil)
+}
+
+func newLimitedKey(t *testing.T, s store.Store, accountID string, creditLimit *int64) string {
+	t.Helper()
+	full, k := auth.NewKey(accountID, "mcp", creditLimit)
 	if _, err := s.CreateKey(context.Background(), k); err != nil {
 		t.Fatal(err)
 	}
@@ -155,8 +177,12 @@ func TestMCPToolsCoverTheRegistry(t *testing.T) {
 	if limit["minimum"] != float64(1) || limit["maximum"] != float64(100) || search["required"].([]any)[0] != "query" {
 		t.Errorf("input schema lacks bounds or required: %v", search)
 	}
-	if listed["company_registry__search"].OutputSchema == nil {
-		t.Error("a data tool has an output schema")
+	// An output schema exactly where there is a data schema to put in it.
+	for _, tool := range mcpserver.Tools(registry.Default(), schemas.For) {
+		_, hasData := schemas.For(tool.Endpoint.Key())
+		if got := listed[tool.Tool.Name]; got == nil || hasData != (got.OutputSchema != nil) {
+			t.Errorf("%s: output schema listed %v, data schema %v", tool.Tool.Name, got != nil && got.OutputSchema != nil, hasData)
+		}
 	}
 }
 
@@ -208,4 +234,129 @@ func TestMCPRefusesWithoutAKey(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("content-type"), "application/json") {
 		t.Fatalf("%d %v", resp.StatusCode, resp.Header)
 	}
+}
+
+// outputSchemas compiles the output schema of every tool tools/list gives,
+// as a client would, under JSON Schema 2020-12 with formats asserted.
+func outputSchemas(t *testing.T, s *mcp.ClientSession) map[string]*jsonschema.Schema {
+	t.Helper()
+	out := map[string]*jsonschema.Schema{}
+	for tool, err := range s.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tool.OutputSchema == nil {
+			continue
+		}
+		raw, err := json.Marshal(tool.OutputSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := jsonschema.NewCompiler()
+		c.DefaultDraft(jsonschema.Draft2020)
+		c.AssertFormat()
+		loc := "urn:meridian:mcp:" + tool.Name
+		if err := c.AddResource(loc, doc); err != nil {
+			t.Fatalf("%s: %v", tool.Name, err)
+		}
+		if out[tool.Name], err = c.Compile(loc); err != nil {
+			t.Errorf("%s: the output schema does not compile: %v", tool.Name, err)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no output schemas")
+	}
+	return out
+}
+
+// Every result a data tool gives, success, dry run or any failure, is
+// structured content that conforms to the tool's output schema (clients
+// validate it even when isError is set), with the same envelope as text.
+func TestMCPResultsConformToTheOutputSchemas(t *testing.T) {
+	t.Setenv(app.EnvErrorsURL, "")
+	f := startMCP(t)
+	session := connect(t, f.url, "x-api-key", f.key)
+	compiled := outputSchemas(t, session)
+	one := int64(1)
+	limited := connect(t, f.url, "x-api-key", newLimitedKey(t, f.store, f.account.ID, &one))
+	broke := connect(t, f.url, "authorization", "Bearer "+f.broke)
+	docs := strings.TrimSuffix(f.url, "/mcp") + "/docs/errors#"
+	for _, c := range []struct {
+		name    string
+		session *mcp.ClientSession
+		tool    string
+		args    any
+		want    string // error.type; "" for a success
+	}{
+		{"paid success", session, "company_registry__search", map[string]any{"query": "acme", "limit": 2}, ""},
+		{"cached success", session, "company_registry__search", map[string]any{"query": "acme", "limit": 2}, ""},
+		{"success with required fields", session, "lodging_marketplace__locations", map[string]any{"query": "lisbon"}, ""},
+		{"dry run", session, "lodging_marketplace__locations", map[string]any{"query": "lisbon", "dry_run": true}, ""},
+		{"undeclared argument", session, "company_registry__search", map[string]any{"qery": "acme"}, "INVALID_PARAMETERS"},
+		{"missing argument", session, "company_registry__search", map[string]any{}, "INVALID_PARAMETERS"},
+		{"invalid value", session, "company_registry__search", map[string]any{"query": "acme", "limit": 1000}, "INVALID_PARAMETERS"},
+		{"nested object", session, "company_registry__search", map[string]any{"query": map[string]any{"name": "acme"}}, "INVALID_PARAMETERS"},
+		{"arguments not an object", session, "company_registry__search", "acme", "INVALID_PARAMETERS"},
+		{"no route here", session, "marketplace_a__search", map[string]any{"query": "kettle"}, "ENDPOINT_NOT_AVAILABLE"},
+		{"no such record", session, "code_host__profile", map[string]any{"handle": "sample-missing"}, "RESOURCE_NOT_FOUND"},
+		{"source failure", session, "code_host__profile", map[string]any{"handle": "sample-500"}, "UPSTREAM_ERROR"},
+		{"key limit", limited, "microblog_a__search", map[string]any{"query": "golang"}, "KEY_LIMIT_EXCEEDED"},
+		{"out of credits", broke, "microblog_a__search", map[string]any{"query": "golang"}, "INSUFFICIENT_CREDITS"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := c.session.CallTool(context.Background(), &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := json.Marshal(res.StructuredContent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := compiled[c.tool].Validate(inst); err != nil {
+				t.Fatalf("structured content does not conform: %v\n%s", err, raw)
+			}
+			if len(res.Content) != 1 {
+				t.Fatalf("%d content items", len(res.Content))
+			}
+			text, _ := res.Content[0].(*mcp.TextContent)
+			if text == nil || !jsonEqual(t, text.Text, string(raw)) {
+				t.Fatalf("the text is not the structured envelope: %v", res.Content[0])
+			}
+			env := res.StructuredContent.(map[string]any)
+			if c.want == "" {
+				if res.IsError || env["success"] != true {
+					t.Fatalf("%s", raw)
+				}
+				return
+			}
+			e, _ := env["error"].(map[string]any)
+			if !res.IsError || env["success"] != false || e["type"] != c.want || env["credits_used"] != float64(0) ||
+				!strings.HasPrefix(env["request_id"].(string), "req_") || !strings.HasPrefix(e["doc_url"].(string), docs) {
+				t.Fatalf("%s", raw)
+			}
+		})
+	}
+	// The dry run is the estimate, which the data schema alone refuses.
+	_, env := call(t, session, "lodging_marketplace__locations", map[string]any{"query": "lisbon", "dry_run": true})
+	data := env["data"].(map[string]any)
+	if data["dry_run"] != true || schemas.Validate("lodging_marketplace/locations", data) == nil {
+		t.Fatalf("dry run data: %v", data)
+	}
+}
+
+func jsonEqual(t *testing.T, a, b string) bool {
+	t.Helper()
+	var x, y any
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }

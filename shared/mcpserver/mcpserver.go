@@ -22,6 +22,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/openapi"
 	"github.com/meridian-data/meridian/shared/registry"
 )
@@ -43,11 +44,19 @@ func New(reg *registry.Registry, api http.Handler, schemas func(string) (json.Ra
 	server := mcp.NewServer(&mcp.Implementation{Name: "meridian", Title: "Meridian public data API", Version: Version},
 		&mcp.ServerOptions{Instructions: "Each tool is one Meridian endpoint and costs what the endpoint costs (the tool description says how many credits; cached answers, failures and dry runs cost 0). Pass dry_run=true for a free estimate. Errors carry error.type; see https://modelcontextprotocol.io for the protocol."})
 	for _, t := range Tools(reg, schemas) {
-		server.AddTool(t.Tool, call(api, t.Endpoint))
+		server.AddTool(t.Tool, call(api, t.Endpoint, logger))
 	}
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: logger})
+	// The SDK hands tools the request headers but not the host, which the
+	// API needs for doc_url; the request context reaches the tool handler.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), hostKey{}, r.Host)))
+	})
 }
+
+// hostKey is the context key of the MCP request's Host.
+type hostKey struct{}
 
 // Tool is an MCP tool and the endpoint it calls.
 type Tool struct {
@@ -100,7 +109,14 @@ func tool(e *registry.Endpoint, schemas func(string) (json.RawMessage, bool)) *m
 	}
 	if schemas != nil {
 		if data, ok := schemas(e.Key()); ok {
-			t.OutputSchema = outputSchema(data)
+			// Clients validate structured content against the output
+			// schema even on isError, so it admits the error envelope and
+			// the dry-run estimate too. An unreadable data schema (a build
+			// defect the tests catch) leaves the tool without one rather
+			// than without the tool.
+			if schema, err := openapi.ToolResultSchema(data); err == nil {
+				t.OutputSchema = schema
+			}
 		}
 	}
 	return t
@@ -146,33 +162,22 @@ func inputSchema(e *registry.Endpoint) map[string]any {
 	return schema
 }
 
-// outputSchema is the success envelope around the endpoint's data schema.
-func outputSchema(data json.RawMessage) map[string]any {
-	return map[string]any{
-		"type":     "object",
-		"required": []string{"success", "data", "request_id"},
-		"properties": map[string]any{
-			"success":           map[string]any{"const": true},
-			"platform":          map[string]any{"type": "string"},
-			"endpoint":          map[string]any{"type": "string"},
-			"data":              data,
-			"credits_used":      map[string]any{"type": []string{"number", "null"}},
-			"credits_remaining": map[string]any{"type": []string{"number", "null"}},
-			"request_id":        map[string]any{"type": "string"},
-		},
-	}
-}
-
 // call runs a tool as GET on the endpoint's path through api, with the
-// MCP request's key, and returns the envelope: as structured content on
-// success, as a tool error (with error.type, message, details and
-// request_id) on failure. Idempotency-Key is never forwarded: MCP calls
-// are not replayed (spec 4.10.4).
-func call(api http.Handler, e *registry.Endpoint) mcp.ToolHandler {
+// MCP request's key, host and client headers, and returns the envelope as
+// both text and structured content, with isError on failure. Every
+// failure is a full error envelope (spec 2.2), so it conforms to the
+// output schema. Idempotency-Key is never forwarded: MCP calls are not
+// replayed (spec 4.10.4).
+func call(api http.Handler, e *registry.Endpoint, logger *slog.Logger) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		query, err := queryOf(req.Params.Arguments)
-		if err != nil {
-			return toolError(fmt.Sprintf(`{"success":false,"error":{"type":"INVALID_PARAMETERS","message":%q,"status":400}}`, err.Error())), nil
+		header := http.Header{}
+		if req.Extra != nil && req.Extra.Header != nil {
+			header = req.Extra.Header
+		}
+		host, _ := ctx.Value(hostKey{}).(string)
+		query, failure := queryOf(req.Params.Arguments)
+		if failure != nil {
+			return toolError(failure, envelope.NewRequestID(), header, host), nil
 		}
 		target := e.Path()
 		if query != "" {
@@ -180,37 +185,69 @@ func call(api http.Handler, e *registry.Endpoint) mcp.ToolHandler {
 		}
 		r, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 		if err != nil {
-			return nil, err
+			return internalError(logger, e, header, host, err), nil
 		}
-		if req.Extra != nil {
-			for _, h := range forwarded {
-				if v := req.Extra.Header.Get(h); v != "" {
-					r.Header.Set(h, v)
-				}
+		// The API derives doc_url and example addresses from the host.
+		r.Host = host
+		for _, h := range forwarded {
+			if v := header.Get(h); v != "" {
+				r.Header.Set(h, v)
 			}
 		}
 		w := &recorder{header: http.Header{}}
 		api.ServeHTTP(w, r)
-		var envelope map[string]any
-		if err := json.Unmarshal(w.body.Bytes(), &envelope); err != nil {
-			return nil, fmt.Errorf("the API answered %d without a JSON envelope", w.status)
+		var head struct {
+			Success *bool `json:"success"`
 		}
-		result := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: w.body.String()}}, StructuredContent: envelope}
-		result.IsError = w.status >= 300 || envelope["success"] != true
-		return result, nil
+		body := bytes.TrimSpace(w.body.Bytes())
+		if json.Unmarshal(body, &head) != nil || head.Success == nil {
+			return internalError(logger, e, header, host, fmt.Errorf("the API answered %d without a JSON envelope", w.status)), nil
+		}
+		// The API's bytes as they are: numbers keep their precision and the
+		// text equals the structured content.
+		return &mcp.CallToolResult{
+			Content:           []mcp.Content{&mcp.TextContent{Text: string(body)}},
+			StructuredContent: json.RawMessage(body),
+			IsError:           w.status >= 300 || !*head.Success,
+		}, nil
 	}
 }
 
-func toolError(body string) *mcp.CallToolResult {
-	var envelope map[string]any
-	_ = json.Unmarshal([]byte(body), &envelope)
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: body}}, StructuredContent: envelope}
+// toolError is the error envelope the API would have written for a
+// failure that never reached it: credits_used 0, a fresh request id and
+// doc_url on the errors reference of the deployment the caller reached.
+func toolError(e *envelope.Error, requestID string, header http.Header, host string) *mcp.CallToolResult {
+	// The details here hold only strings, so encoding cannot fail.
+	body, _ := envelope.Marshal(envelope.NewFailure(e, requestID, errorsReference(header, host)))
+	body = bytes.TrimSpace(body)
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}, StructuredContent: json.RawMessage(body)}
+}
+
+// internalError logs a fault against the request id the caller sees.
+func internalError(logger *slog.Logger, e *registry.Endpoint, header http.Header, host string, err error) *mcp.CallToolResult {
+	id := envelope.NewRequestID()
+	if logger != nil {
+		logger.Error("mcp tool call failed", "request_id", id, "endpoint", e.Path(), "error", err.Error())
+	}
+	return toolError(envelope.Internal(), id, header, host)
+}
+
+// errorsReference is the /docs/errors page of the deployment the MCP
+// request reached, derived as the pipeline does when no reference is
+// configured.
+func errorsReference(header http.Header, host string) string {
+	proto := strings.ToLower(strings.TrimSpace(strings.Split(header.Get("x-forwarded-proto"), ",")[0]))
+	if proto != "http" && proto != "https" {
+		proto = "http"
+	}
+	return envelope.ErrorsReference(proto, host)
 }
 
 // queryOf turns tool arguments into a query string: strings as they are,
 // numbers in their shortest form, booleans as true/false, arrays
-// comma-joined. Validation is the API's.
-func queryOf(raw json.RawMessage) (string, error) {
+// comma-joined. Anything else is refused as the API refuses a bad
+// parameter; the rest of validation is the API's.
+func queryOf(raw json.RawMessage) (string, *envelope.Error) {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return "", nil
 	}
@@ -218,24 +255,33 @@ func queryOf(raw json.RawMessage) (string, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&args); err != nil {
-		return "", fmt.Errorf("tool arguments must be a JSON object: %v", err)
+		return "", envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
+			"Tool arguments must be a JSON object of parameter names and values.",
+			map[string]any{"reason": "malformed_arguments"})
 	}
+	names := make([]string, 0, len(args))
+	for name := range args {
+		names = append(names, name)
+	}
+	// Sorted, so the refused field is the same on every call.
+	sort.Strings(names)
 	q := url.Values{}
-	for name, v := range args {
-		s, err := scalar(v)
-		if arr, ok := v.([]any); ok {
+	for _, name := range names {
+		v := args[name]
+		s, ok := scalar(v)
+		if arr, isArr := v.([]any); isArr {
 			parts := make([]string, 0, len(arr))
 			for _, item := range arr {
-				p, perr := scalar(item)
-				if perr != nil {
-					return "", fmt.Errorf("%s: %v", name, perr)
+				p, pok := scalar(item)
+				if !pok {
+					return "", invalidType(name)
 				}
 				parts = append(parts, p)
 			}
-			s, err = strings.Join(parts, ","), nil
+			s, ok = strings.Join(parts, ","), true
 		}
-		if err != nil {
-			return "", fmt.Errorf("%s: %v", name, err)
+		if !ok {
+			return "", invalidType(name)
 		}
 		if v != nil {
 			q.Set(name, s)
@@ -244,18 +290,26 @@ func queryOf(raw json.RawMessage) (string, error) {
 	return q.Encode(), nil
 }
 
-func scalar(v any) (string, error) {
+// invalidType is the refusal the API gives a value of the wrong type
+// (422, details.field and details.reason).
+func invalidType(name string) *envelope.Error {
+	return envelope.New(envelope.InvalidParameters, http.StatusUnprocessableEntity,
+		name+" must be a string, number, boolean or a list of them.",
+		map[string]any{"field": name, "reason": "invalid_type"})
+}
+
+func scalar(v any) (string, bool) {
 	switch x := v.(type) {
 	case nil:
-		return "", nil
+		return "", true
 	case string:
-		return x, nil
+		return x, true
 	case json.Number:
-		return x.String(), nil
+		return x.String(), true
 	case bool:
-		return strconv.FormatBool(x), nil
+		return strconv.FormatBool(x), true
 	}
-	return "", fmt.Errorf("a value must be a string, number, boolean or a list of them")
+	return "", false
 }
 
 // recorder keeps an in-process answer.

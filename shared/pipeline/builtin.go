@@ -13,22 +13,21 @@ import (
 	"github.com/meridian-data/meridian/shared/registry"
 )
 
-// indexHandler serves GET /v1 (the API index) and /v1/{platform} (a
-// platform's endpoints), both straight from the registry.
-func indexHandler(reg *registry.Registry) Handler {
-	return func(_ context.Context, c *Call) (any, *envelope.Error) {
-		if c.Endpoint.Platform != "" {
-			return platformIndex(reg, c.Endpoint.Platform), nil
-		}
-		return apiIndex(reg), nil
+// index serves GET /v1 (the API index) and /v1/{platform} (a platform's
+// endpoints), both from the registry; a platform's entries say which of
+// them this deployment can serve.
+func (p *Pipeline) index(_ context.Context, c *Call) (any, *envelope.Error) {
+	if c.Endpoint.Platform != "" {
+		return p.platformIndex(c.Endpoint.Platform), nil
 	}
+	return apiIndex(p.cfg.Registry), nil
 }
 
-func platformIndex(reg *registry.Registry, platform string) map[string]any {
+func (p *Pipeline) platformIndex(platform string) map[string]any {
 	entries := []registry.Entry{}
-	for _, e := range reg.Live() {
+	for _, e := range p.cfg.Registry.Live() {
 		if e.Platform == platform && e.Kind == registry.Data {
-			entries = append(entries, e.Entry())
+			entries = append(entries, p.entry(e))
 		}
 	}
 	return map[string]any{"platform": platform, "count": len(entries), "items": entries}

@@ -36,6 +36,7 @@ func (p *Pipeline) discoveryHandlers(reg *registry.Registry) map[string]Handler 
 	baseURL := p.baseURL
 	return map[string]Handler{
 		"utility/endpoints": func(_ context.Context, c *Call) (any, *envelope.Error) {
+			want, filtered := c.Params.Values["available"]
 			items := []registry.Entry{}
 			for _, e := range catalogue(reg, c.Params.Values["platform"]) {
 				if m := c.Params.Values["method"]; m != "" && e.HTTPMethod() != m {
@@ -45,7 +46,11 @@ func (p *Pipeline) discoveryHandlers(reg *registry.Registry) map[string]Handler 
 					!strings.Contains(strings.ToLower(e.Key()+" "+e.Name+" "+e.Description), q) {
 					continue
 				}
-				items = append(items, e.Entry())
+				entry := p.entry(e)
+				if filtered && entry.Available != (want == "true") {
+					continue
+				}
+				items = append(items, entry)
 			}
 			return map[string]any{"items": items, "count": len(items)}, nil
 		},
@@ -54,7 +59,8 @@ func (p *Pipeline) discoveryHandlers(reg *registry.Registry) map[string]Handler 
 			if err != nil {
 				return nil, err
 			}
-			out := map[string]any{"endpoint": e.Entry(), "request": example(reg, e, baseURL(c.Request))}
+			src, _ := p.firstCalls("")
+			out := map[string]any{"endpoint": p.entry(e), "request": example(src, e, baseURL(c.Request))}
 			if p.cfg.DataSchemas != nil {
 				if schema, ok := p.cfg.DataSchemas(e.Key()); ok {
 					out["data_schema"] = json.RawMessage(schema)
@@ -63,20 +69,43 @@ func (p *Pipeline) discoveryHandlers(reg *registry.Registry) map[string]Handler 
 			return out, nil
 		},
 		"utility/quickstart": func(_ context.Context, c *Call) (any, *envelope.Error) {
-			e := quickstart(reg, c.Params.Values["platform"])
+			platform := c.Params.Values["platform"]
+			src, available := p.firstCalls(platform)
+			e := quickstart(src, platform)
 			if e == nil {
 				return nil, envelope.New(envelope.ResourceNotFound, http.StatusNotFound,
-					"No data endpoint on this platform.", map[string]any{"platform": c.Params.Values["platform"]})
+					"No data endpoint on this platform.", map[string]any{"platform": platform})
 			}
-			return map[string]any{
-				"endpoint": e.Entry(),
-				"request":  example(reg, e, baseURL(c.Request)),
-				"response": exampleEnvelope(e),
-				"next":     "GET /v1/utility/endpoints lists every endpoint; add dry_run=1 to any data call for a free estimate.",
-			}, nil
+			base := baseURL(c.Request)
+			out := map[string]any{
+				"endpoint":  p.entry(e),
+				"available": available,
+				"next":      "GET /v1/utility/endpoints?available=true lists the endpoints this deployment serves; add dry_run=1 to a call of one of them for a free estimate.",
+			}
+			if available {
+				out["request"], out["response"] = exampleCall(e, base, e.Path()), exampleEnvelope(e, false)
+				return out, nil
+			}
+			// Nothing live to call here: the free sandbox twin runs as
+			// written, and the operator learns how to turn a source on.
+			out["request"], out["response"] = exampleCall(e, base, e.SandboxPath()), exampleEnvelope(e, true)
+			where := "in this deployment"
+			if platform != "" {
+				where = "for " + platform + " in this deployment"
+			}
+			msg := "No live data source is configured " + where + ", so its data calls on /v1 answer 501 ENDPOINT_NOT_AVAILABLE; " +
+				"this request calls the free sandbox twin instead (synthetic data, 0 credits). An operator enables live data by " +
+				"configuring a source: the credentials or upstream variables listed in the README's \"Upstream sources\" table " +
+				"(environment variables, or keys of the JSON secret named by MERIDIAN_UPSTREAM_SECRET in AWS), or, for local " +
+				"recorded data, MERIDIAN_UPSTREAM=replay on the local server."
+			if _, elsewhere := p.firstCalls(""); platform != "" && elsewhere {
+				msg += " Without platform, GET /v1/utility/quickstart picks an endpoint this deployment serves."
+			}
+			out["message"] = msg
+			return out, nil
 		},
 		"utility/llms": func(_ context.Context, c *Call) (any, *envelope.Error) {
-			doc := llmsCatalogue(reg, c.Params.Values["platform"], baseURL(c.Request))
+			doc := p.llmsCatalogue(c.Params.Values["platform"], baseURL(c.Request))
 			if c.Params.Values["format"] == "json" {
 				return doc, nil
 			}
@@ -85,12 +114,48 @@ func (p *Pipeline) discoveryHandlers(reg *registry.Registry) map[string]Handler 
 	}
 }
 
+// entry is e's catalogue entry in this deployment.
+func (p *Pipeline) entry(e *registry.Endpoint) registry.Entry {
+	out := e.Entry()
+	out.Available = p.available(e)
+	return out
+}
+
+// endpointSource lists the endpoints discovery picks a first call from: a
+// *registry.Registry offers every registered one, served only those this
+// deployment can serve.
+type endpointSource interface {
+	Live() []*registry.Endpoint
+}
+
+// served is the part of the registry this deployment can serve.
+type served []*registry.Endpoint
+
+func (s served) Live() []*registry.Endpoint { return s }
+
+// firstCalls is what a first call on platform ("" for any) is picked
+// from: the endpoints this deployment serves, or, when it serves no data
+// endpoint there, every registered one (available false: only their
+// sandbox twins answer).
+func (p *Pipeline) firstCalls(platform string) (src endpointSource, available bool) {
+	var s served
+	for _, e := range p.cfg.Registry.Live() {
+		if p.available(e) {
+			s = append(s, e)
+		}
+	}
+	if quickstart(s, platform) != nil {
+		return s, true
+	}
+	return p.cfg.Registry, false
+}
+
 // catalogue lists the live endpoints a catalogue shows: data and service
 // endpoints, not the indexes of the API and its platforms, optionally of
 // one platform.
-func catalogue(reg *registry.Registry, platform string) []*registry.Endpoint {
+func catalogue(src endpointSource, platform string) []*registry.Endpoint {
 	var out []*registry.Endpoint
-	for _, e := range reg.Live() {
+	for _, e := range src.Live() {
 		if e.Origin == registry.Derived || e.Platform == "" || (platform != "" && e.Platform != platform) {
 			continue
 		}
@@ -126,10 +191,31 @@ func lookupEndpoint(reg *registry.Registry, id, rawURL string) (*registry.Endpoi
 	return res.Endpoint, nil
 }
 
-// example builds a ready-to-run request from the declared examples: every
-// required parameter and the first member of each any-of group. The batch
-// example carries one item: the quickstart call.
-func example(reg *registry.Registry, e *registry.Endpoint, base string) exampleRequest {
+// example builds e's ready-to-run request on /v1 from the declared
+// examples. The batch example carries one item: the quickstart call
+// picked from src (firstCalls, so a deployment's example calls an
+// endpoint it serves; a registry always has one to pick).
+func example(src endpointSource, e *registry.Endpoint, base string) exampleRequest {
+	ex := exampleCall(e, base, e.Path())
+	if e.HTTPMethod() != http.MethodPost {
+		return ex
+	}
+	item := quickstart(src, "")
+	u, _ := url.Parse(exampleCall(item, "", item.Path()).URL)
+	params := map[string]string{}
+	for k, v := range u.Query() {
+		params[k] = v[0]
+	}
+	ex.Body, _ = json.Marshal(map[string]any{"requests": []any{map[string]any{"platform": item.Platform, "endpoint": item.ID, "params": params}}})
+	ex.Headers["content-type"] = "application/json"
+	ex.Curl = "curl -s -X POST '" + ex.URL + "' -H 'x-api-key: " + keyPlaceholder + "' -H 'content-type: application/json' -d '" + string(ex.Body) + "'"
+	return ex
+}
+
+// exampleCall is the call of e at path (its /v1 path or its /sandbox
+// twin) with every required parameter and the first member of each any-of
+// group, set to their declared examples.
+func exampleCall(e *registry.Endpoint, base, path string) exampleRequest {
 	q := url.Values{}
 	for _, p := range e.Accepted() {
 		if p.Required && !inTemplate(e, p.Name) {
@@ -141,7 +227,6 @@ func example(reg *registry.Registry, e *registry.Endpoint, base string) exampleR
 			q.Set(p.Name, exampleValue(p))
 		}
 	}
-	path := e.Path()
 	for _, p := range e.Accepted() {
 		path = strings.ReplaceAll(path, "{"+p.Name+"}", url.PathEscape(exampleValue(p)))
 	}
@@ -149,20 +234,10 @@ func example(reg *registry.Registry, e *registry.Endpoint, base string) exampleR
 	if len(q) > 0 {
 		target += "?" + q.Encode()
 	}
-	ex := exampleRequest{Method: e.HTTPMethod(), URL: target, Headers: map[string]string{"x-api-key": keyPlaceholder}}
-	ex.Curl = "curl -s '" + target + "' -H 'x-api-key: " + keyPlaceholder + "'"
-	if e.HTTPMethod() == http.MethodPost {
-		item := quickstart(reg, "")
-		params := map[string]string{}
-		q, _ := url.ParseQuery(strings.SplitN(example(reg, item, "").URL, "?", 2)[1])
-		for k := range q {
-			params[k] = q.Get(k)
-		}
-		ex.Body, _ = json.Marshal(map[string]any{"requests": []any{map[string]any{"platform": item.Platform, "endpoint": item.ID, "params": params}}})
-		ex.Headers["content-type"] = "application/json"
-		ex.Curl = "curl -s -X POST '" + target + "' -H 'x-api-key: " + keyPlaceholder + "' -H 'content-type: application/json' -d '" + string(ex.Body) + "'"
+	return exampleRequest{
+		Method: e.HTTPMethod(), URL: target, Headers: map[string]string{"x-api-key": keyPlaceholder},
+		Curl: "curl -s '" + target + "' -H 'x-api-key: " + keyPlaceholder + "'",
 	}
-	return ex
 }
 
 func inTemplate(e *registry.Endpoint, name string) bool {
@@ -192,11 +267,12 @@ func exampleValue(p *registry.Param) string {
 	return "example"
 }
 
-// quickstart picks the cheapest data endpoint (of a platform), preferring
-// paid ones with simple requests, so the first call shows a real charge.
-func quickstart(reg *registry.Registry, platform string) *registry.Endpoint {
+// quickstart picks the cheapest data endpoint of src (of a platform),
+// preferring paid ones with simple requests, so the first call shows a
+// real charge.
+func quickstart(src endpointSource, platform string) *registry.Endpoint {
 	var best *registry.Endpoint
-	for _, e := range catalogue(reg, platform) {
+	for _, e := range catalogue(src, platform) {
 		if e.Kind != registry.Data || e.Streams {
 			continue
 		}
@@ -221,9 +297,10 @@ func rank(e *registry.Endpoint) int64 {
 	return cost*100 + int64(required)
 }
 
-// exampleEnvelope is the success envelope the quickstart request returns.
-func exampleEnvelope(e *registry.Endpoint) map[string]any {
-	return map[string]any{
+// exampleEnvelope is the success envelope the quickstart request returns:
+// on /v1 it is charged; the sandbox twin's is free and synthetic.
+func exampleEnvelope(e *registry.Endpoint, sandbox bool) map[string]any {
+	out := map[string]any{
 		"success":           true,
 		"platform":          e.Platform,
 		"endpoint":          e.Path(),
@@ -233,6 +310,11 @@ func exampleEnvelope(e *registry.Endpoint) map[string]any {
 		"request_id":        "req_0194f1a2b3c4d5e6f708192a3b4c5d6e",
 		"cached":            false,
 	}
+	if sandbox {
+		out["endpoint"], out["credits_used"], out["synthetic"], out["degraded"] = e.SandboxPath(), 0, true, false
+		delete(out, "credits_remaining")
+	}
+	return out
 }
 
 // baseURL is the deployment's public address: the one MERIDIAN_ERRORS_URL
@@ -260,9 +342,12 @@ type llmsDoc struct {
 	Envelopes  map[string]any   `json:"envelopes"`
 	ErrorTypes []map[string]any `json:"error_types"`
 	Endpoints  []registry.Entry `json:"endpoints"`
+	// sandbox maps a data endpoint's id to its sandbox twin, for the
+	// markdown's notes on unavailable endpoints.
+	sandbox map[string]string
 }
 
-func llmsCatalogue(reg *registry.Registry, platform, base string) llmsDoc {
+func (p *Pipeline) llmsCatalogue(platform, base string) llmsDoc {
 	doc := llmsDoc{
 		BaseURL: base + "/v1",
 		Auth: map[string]any{
@@ -278,8 +363,12 @@ func llmsCatalogue(reg *registry.Registry, platform, base string) llmsDoc {
 	for _, t := range envelope.Roster {
 		doc.ErrorTypes = append(doc.ErrorTypes, map[string]any{"type": t.Type, "statuses": t.Statuses, "condition": t.Condition})
 	}
-	for _, e := range catalogue(reg, platform) {
-		doc.Endpoints = append(doc.Endpoints, e.Entry())
+	doc.sandbox = map[string]string{}
+	for _, e := range catalogue(p.cfg.Registry, platform) {
+		doc.Endpoints = append(doc.Endpoints, p.entry(e))
+		if e.Kind == registry.Data {
+			doc.sandbox[e.Key()] = e.SandboxPath()
+		}
 	}
 	sort.SliceStable(doc.Endpoints, func(i, j int) bool { return doc.Endpoints[i].ID < doc.Endpoints[j].ID })
 	return doc
@@ -307,6 +396,17 @@ func (d llmsDoc) markdown() string {
 	w("- Base URL: ", d.BaseURL)
 	w("- Auth: header `x-api-key: <API_KEY>` (Bearer only on GET requests under /v1 and /sandbox and on /mcp; never `api_key` in the query)")
 	w("- Data calls: `GET {base}/{platform}/{endpoint}?params`; add `dry_run=1` for a free estimate")
+	available := 0
+	for _, e := range d.Endpoints {
+		if e.Available {
+			available++
+		}
+	}
+	line := "- Available in this deployment: " + strconv.Itoa(available) + " of " + strconv.Itoa(len(d.Endpoints)) + " endpoints below"
+	if available < len(d.Endpoints) {
+		line += "; the others (marked) answer 501 `ENDPOINT_NOT_AVAILABLE`, and a data endpoint's free synthetic twin under /sandbox answers instead"
+	}
+	w(line)
 	w()
 	w("## Envelopes")
 	w()
@@ -334,8 +434,20 @@ func (d llmsDoc) markdown() string {
 		if e.CreditCost == 1 {
 			unit = " credit)"
 		}
-		w("### ", e.Method, " /v1/", e.ID, " (", strconv.FormatInt(e.CreditCost, 10), unit)
+		heading := "### " + e.Method + " /v1/" + e.ID + " (" + strconv.FormatInt(e.CreditCost, 10) + unit
+		if !e.Available {
+			heading += " — not available in this deployment"
+		}
+		w(heading)
 		w()
+		if !e.Available {
+			note := "Not available in this deployment: answers 501 `ENDPOINT_NOT_AVAILABLE`."
+			if sb, ok := d.sandbox[e.ID]; ok {
+				note = "Not available in this deployment (no live source is configured; /v1 answers 501 `ENDPOINT_NOT_AVAILABLE`): free synthetic data at `" + sb + "`, same parameters."
+			}
+			w(note)
+			w()
+		}
 		w(e.Description)
 		if e.Method == http.MethodPost {
 			w(`Body: {"requests": [{"platform": "...", "endpoint": "...", "params": {"name": "value"}}]}, at most 20 items; each is charged under its own endpoint's rules.`)

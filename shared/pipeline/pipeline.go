@@ -137,12 +137,6 @@ func New(cfg Config) *Pipeline {
 		r.Lease = d.Lease
 	}
 	handlers := map[string]Handler{}
-	for _, e := range cfg.Registry.Endpoints() {
-		if e.IsIndex() {
-			handlers[e.Key()] = indexHandler(cfg.Registry)
-		}
-	}
-
 	if cfg.Store != nil {
 		handlers["credits/balance"] = balanceHandler(cfg.Store)
 		handlers["credits/transactions"] = transactionsHandler(cfg.Store)
@@ -154,6 +148,11 @@ func New(cfg Config) *Pipeline {
 	p := &Pipeline{cfg: cfg, routes: cfg.Registry.Routes()}
 	// Built-ins that need the pipeline itself, unless a test replaced them.
 	builtins := p.discoveryHandlers(cfg.Registry)
+	for _, e := range cfg.Registry.Endpoints() {
+		if e.IsIndex() {
+			builtins[e.Key()] = p.index // platform indexes say which entries this deployment serves
+		}
+	}
 	builtins["batch"] = p.batch
 	if cfg.Outcomes != nil {
 		builtins["status"] = p.statusHandler
@@ -171,6 +170,15 @@ func New(cfg Config) *Pipeline {
 		}
 	}
 	return p
+}
+
+// available reports whether this deployment can serve e on /v1: whether
+// the handler table has an entry for it (an eligible upstream route, a
+// configured handler or a built-in); without one, dispatch answers 501.
+// Every catalogue view asks this, so they agree with what calls get.
+func (p *Pipeline) available(e *registry.Endpoint) bool {
+	_, ok := p.cfg.Handlers[e.Key()]
+	return ok && !e.Retired()
 }
 
 // exchange is one request in flight: what the log line and the envelope need.

@@ -389,8 +389,9 @@ var webAndBundles = []Endpoint{
 	{
 		Platform: "web", ID: "jobs/{id}", Family: Web, Kind: ServiceOwned, Cost: 0, Origin: SpecNamed,
 		Name: "Web job", Description: "State and result of an asynchronous web job.",
-		Params:   []Param{P("id", String, "Job id.").Req().Match("[A-Za-z0-9_-]{1,64}", "a job id").Ex("job_01jb2c3d4e")},
-		Decision: "A job is read by its id alone, lifted from the path; reading it is free because the job's own call was charged.",
+		Params:     []Param{P("id", String, "Job id.").Req().Match("[A-Za-z0-9_-]{1,64}", "a job id").Ex("job_01jb2c3d4e")},
+		MayNotFind: true,
+		Decision:   "A job is read by its id alone, lifted from the path; reading it is free because the job's own call was charged.",
 	},
 	{
 		Platform: "bundle", ID: "creator-vetting", Family: Bundle, Kind: Data, Cost: 8, Origin: SpecListed, FairUse: metered / 4,
@@ -438,11 +439,12 @@ var service = []Endpoint{
 	},
 	{
 		Platform: "utility", ID: "endpoints", Family: Service, Kind: ServiceOwned, Origin: SpecListed,
-		Name: "Endpoint catalogue", Description: "Every active endpoint with id, name, credit_cost, params and description.",
+		Name: "Endpoint catalogue", Description: "Every active endpoint with id, name, credit_cost, params, description and available (whether this deployment can serve it now).",
 		Params: []Param{
 			P("platform", String, "Only this platform's endpoints.").Len(64).Ex("microblog_b"),
 			P("search", String, "Text to match in ids, names and descriptions.").Len(200),
 			P("method", String, "Only endpoints answering this HTTP method.").OneOf("GET", "POST"),
+			P("available", Boolean, "true: only the endpoints this deployment can serve now; false: only those it cannot (they answer 501 ENDPOINT_NOT_AVAILABLE; data endpoints' free synthetic twins under /sandbox still answer)."),
 		},
 	},
 	{
@@ -452,12 +454,14 @@ var service = []Endpoint{
 			P("id", String, "Endpoint id in the form platform/endpoint.").Len(200).Ex("company_registry/search"),
 			P("url", String, "A request URL or path of the endpoint.").Len(2048),
 		},
-		AnyOf: [][]string{{"id", "url"}},
+		AnyOf:      [][]string{{"id", "url"}},
+		MayNotFind: true,
 	},
 	{
 		Platform: "utility", ID: "quickstart", Family: Service, Kind: ServiceOwned, Origin: SpecListed,
 		Name: "Quickstart", Description: "A low-cost endpoint with its request and the envelope it returns.",
-		Params: []Param{P("platform", String, "Pick the quickstart from this platform.").Len(64)},
+		Params:     []Param{P("platform", String, "Pick the quickstart from this platform.").Len(64)},
+		MayNotFind: true,
 	},
 	{
 		Platform: "utility", ID: "llms", Family: Service, Kind: ServiceOwned, Origin: SpecListed,
@@ -492,7 +496,8 @@ var service = []Endpoint{
 			P("limit", Integer, "Runs per page, 1-100.").Range(1, 100).Def("20"),
 			cursorParam,
 		},
-		Decision: "Runs are read by the monitor id lifted from the path, newest first, paged with limit and an opaque cursor like the ledger.",
+		MayNotFind: true,
+		Decision:   "Runs are read by the monitor id lifted from the path, newest first, paged with limit and an opaque cursor like the ledger.",
 	},
 	{
 		Platform: "batch", ID: "", Family: Batch, Kind: ServiceOwned, Method: "POST", Origin: SpecListed,

@@ -35,9 +35,13 @@ type Entry struct {
 	Streams         bool       `json:"streams"`
 	CacheTTLSeconds int64      `json:"cache_ttl_seconds"`
 	Metered         bool       `json:"metered"`
+	// Available says whether this deployment can serve the endpoint on
+	// /v1. The registry knows no deployment: Entry leaves it false and the
+	// pipeline, which holds the handler table, sets it.
+	Available bool `json:"available"`
 }
 
-// Entry describes e for catalogues.
+// Entry describes e for catalogues; Available is the pipeline's to set.
 func (e *Endpoint) Entry() Entry {
 	out := Entry{
 		ID: e.Key(), Name: e.Name, Method: e.HTTPMethod(), Path: e.Path(), CreditCost: e.Cost,
