@@ -39,8 +39,10 @@ var freeTools = []string{"utility/endpoints", "utility/endpoint", "credits/balan
 var forwarded = []string{"x-api-key", "authorization", "x-forwarded-for", "x-forwarded-proto", "user-agent"}
 
 // New builds the /mcp handler over api, the handler that serves /v1.
-// schemas gives each data endpoint's data schema (nil: none).
-func New(reg *registry.Registry, api http.Handler, schemas func(string) (json.RawMessage, bool), logger *slog.Logger) http.Handler {
+// schemas gives each data endpoint's data schema (nil: none); errorsURL
+// gives the errors reference doc_url anchors into for a request, as the
+// API derives it, for the failures answered here without reaching it.
+func New(reg *registry.Registry, api http.Handler, schemas func(string) (json.RawMessage, bool), errorsURL func(*http.Request) string, logger *slog.Logger) http.Handler {
 	server := mcp.NewServer(&mcp.Implementation{Name: "meridian", Title: "Meridian public data API", Version: Version},
 		&mcp.ServerOptions{Instructions: "Each tool is one Meridian endpoint and costs what the endpoint costs (the tool description says how many credits; cached answers, failures and dry runs cost 0). Pass dry_run=true for a free estimate. Errors carry error.type; see https://modelcontextprotocol.io for the protocol."})
 	for _, t := range Tools(reg, schemas) {
@@ -51,12 +53,19 @@ func New(reg *registry.Registry, api http.Handler, schemas func(string) (json.Ra
 	// The SDK hands tools the request headers but not the host, which the
 	// API needs for doc_url; the request context reaches the tool handler.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), hostKey{}, r.Host)))
+		origin := origin{host: r.Host, errorsURL: errorsURL(r)}
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), originKey{}, origin)))
 	})
 }
 
-// hostKey is the context key of the MCP request's Host.
-type hostKey struct{}
+// origin is what a tool call keeps of the MCP request it came in.
+type origin struct {
+	host      string
+	errorsURL string
+}
+
+// originKey is the context key of the MCP request's origin.
+type originKey struct{}
 
 // Tool is an MCP tool and the endpoint it calls.
 type Tool struct {
@@ -174,10 +183,10 @@ func call(api http.Handler, e *registry.Endpoint, logger *slog.Logger) mcp.ToolH
 		if req.Extra != nil && req.Extra.Header != nil {
 			header = req.Extra.Header
 		}
-		host, _ := ctx.Value(hostKey{}).(string)
+		from, _ := ctx.Value(originKey{}).(origin)
 		query, failure := queryOf(req.Params.Arguments)
 		if failure != nil {
-			return toolError(failure, envelope.NewRequestID(), header, host), nil
+			return toolError(failure, envelope.NewRequestID(), from.errorsURL), nil
 		}
 		target := e.Path()
 		if query != "" {
@@ -185,10 +194,10 @@ func call(api http.Handler, e *registry.Endpoint, logger *slog.Logger) mcp.ToolH
 		}
 		r, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 		if err != nil {
-			return internalError(logger, e, header, host, err), nil
+			return internalError(logger, e, from.errorsURL, err), nil
 		}
 		// The API derives doc_url and example addresses from the host.
-		r.Host = host
+		r.Host = from.host
 		for _, h := range forwarded {
 			if v := header.Get(h); v != "" {
 				r.Header.Set(h, v)
@@ -201,7 +210,7 @@ func call(api http.Handler, e *registry.Endpoint, logger *slog.Logger) mcp.ToolH
 		}
 		body := bytes.TrimSpace(w.body.Bytes())
 		if json.Unmarshal(body, &head) != nil || head.Success == nil {
-			return internalError(logger, e, header, host, fmt.Errorf("the API answered %d without a JSON envelope", w.status)), nil
+			return internalError(logger, e, from.errorsURL, fmt.Errorf("the API answered %d without a JSON envelope", w.status)), nil
 		}
 		// The API's bytes as they are: numbers keep their precision and the
 		// text equals the structured content.
@@ -215,32 +224,21 @@ func call(api http.Handler, e *registry.Endpoint, logger *slog.Logger) mcp.ToolH
 
 // toolError is the error envelope the API would have written for a
 // failure that never reached it: credits_used 0, a fresh request id and
-// doc_url on the errors reference of the deployment the caller reached.
-func toolError(e *envelope.Error, requestID string, header http.Header, host string) *mcp.CallToolResult {
+// doc_url on the deployment's errors reference.
+func toolError(e *envelope.Error, requestID, errorsURL string) *mcp.CallToolResult {
 	// The details here hold only strings, so encoding cannot fail.
-	body, _ := envelope.Marshal(envelope.NewFailure(e, requestID, errorsReference(header, host)))
+	body, _ := envelope.Marshal(envelope.NewFailure(e, requestID, errorsURL))
 	body = bytes.TrimSpace(body)
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(body)}}, StructuredContent: json.RawMessage(body)}
 }
 
 // internalError logs a fault against the request id the caller sees.
-func internalError(logger *slog.Logger, e *registry.Endpoint, header http.Header, host string, err error) *mcp.CallToolResult {
+func internalError(logger *slog.Logger, e *registry.Endpoint, errorsURL string, err error) *mcp.CallToolResult {
 	id := envelope.NewRequestID()
 	if logger != nil {
 		logger.Error("mcp tool call failed", "request_id", id, "endpoint", e.Path(), "error", err.Error())
 	}
-	return toolError(envelope.Internal(), id, header, host)
-}
-
-// errorsReference is the /docs/errors page of the deployment the MCP
-// request reached, derived as the pipeline does when no reference is
-// configured.
-func errorsReference(header http.Header, host string) string {
-	proto := strings.ToLower(strings.TrimSpace(strings.Split(header.Get("x-forwarded-proto"), ",")[0]))
-	if proto != "http" && proto != "https" {
-		proto = "http"
-	}
-	return envelope.ErrorsReference(proto, host)
+	return toolError(envelope.Internal(), id, errorsURL)
 }
 
 // queryOf turns tool arguments into a query string: strings as they are,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/mcpserver"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/schemas"
@@ -54,7 +55,9 @@ func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
 // the server's address.
 func serve(t *testing.T, api http.Handler, h headers) (*mcp.ClientSession, string) {
 	t.Helper()
-	srv := httptest.NewServer(mcpserver.New(registry.Default(), api, schemas.For, slog.New(slog.DiscardHandler)))
+	// The errors reference as the pipeline derives it without a configured one.
+	errorsURL := func(r *http.Request) string { return envelope.ErrorsReference("http", r.Host) }
+	srv := httptest.NewServer(mcpserver.New(registry.Default(), api, schemas.For, errorsURL, slog.New(slog.DiscardHandler)))
 	t.Cleanup(srv.Close)
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpserver-test", Version: "1"}, nil)
 	session, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{

@@ -30,7 +30,7 @@ func (p *Pipeline) serveMCP(x *exchange) {
 		// pipeline that serves them all, in this process.
 		all := p.cfg
 		all.Family = ""
-		p.mcp.handler = mcpserver.New(all.Registry, New(all), all.DataSchemas, p.cfg.Logger)
+		p.mcp.handler = mcpserver.New(all.Registry, New(all), all.DataSchemas, p.errorsURL, p.cfg.Logger)
 	})
 	p.mcp.handler.ServeHTTP(x.w, x.r)
 }
