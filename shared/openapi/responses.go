@@ -232,7 +232,7 @@ var headerDocs = map[string]obj{
 	"x-request-id":            header("Equals the body's request_id.", obj{"type": "string", "pattern": "^req_"}),
 	"x-credits-used":          header("Credits charged; 0 on any failure; absent while a charge is pending reconciliation.", obj{"type": "integer", "minimum": 0}),
 	"x-credits-remaining":     header("The balance after the call, when known.", obj{"type": "integer", "minimum": 0}),
-	"x-cache":                 header("HIT (served from the cache; costs 0 credits), MISS, BYPASS (Cache-Control: no-cache or no-store) or OFF (not cached).", obj{"type": "string", "enum": []any{"HIT", "MISS", "BYPASS", "OFF"}}),
+	"x-cache":                 header("HIT: served from the cache, costing 0 credits; MISS: a fresh answer (spec 4.9). A dry run's data.cache tells more.", obj{"type": "string", "enum": []any{"HIT", "MISS"}}),
 	"x-ratelimit-limit":       header("Requests the key may make in the sliding one-minute window.", obj{"type": "integer"}),
 	"x-ratelimit-remaining":   header("Requests left in the window, this one included.", obj{"type": "integer"}),
 	"x-ratelimit-reset":       header("Unix second when the oldest request in the window ages out.", obj{"type": "integer"}),

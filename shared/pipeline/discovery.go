@@ -186,9 +186,19 @@ func lookupEndpoint(reg *registry.Registry, id, rawURL string) (*registry.Endpoi
 	res, rerr := reg.Resolve(path)
 	if rerr != nil {
 		return nil, envelope.New(envelope.ResourceNotFound, http.StatusNotFound,
-			"No endpoint answers this URL.", map[string]any{"url": rawURL, "reason": rerr.Details["reason"]})
+			"No endpoint answers this URL.", notFoundDetails(rawURL, rerr))
 	}
 	return res.Endpoint, nil
+}
+
+// notFoundDetails names the URL no endpoint answers and, for a retired
+// endpoint, why (endpoint_removed).
+func notFoundDetails(rawURL string, rerr *envelope.Error) map[string]any {
+	details := map[string]any{"url": rawURL}
+	if reason, ok := rerr.Details["reason"].(string); ok {
+		details["reason"] = reason
+	}
+	return details
 }
 
 // example builds e's ready-to-run request on /v1 from the declared

@@ -86,7 +86,11 @@ func (p *Pipeline) idempotency(x *exchange, c *Call) (finish func(), handled boo
 		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), billingTimeout)
 		defer cancel()
 		status := x.w.status
-		if worthRetrying(status) {
+		// A replay is the stored JSON envelope (spec 4.10.2); a document
+		// in another format (utility/llms markdown, free) is not kept, so
+		// a retry runs again rather than replaying it as JSON.
+		notJSON := !strings.HasPrefix(x.w.Header().Get("content-type"), "application/json")
+		if worthRetrying(status) || notJSON {
 			if err := p.cfg.Idempotency.ReleaseIdempotency(bg, c.Principal.AccountID, key, x.requestID); err != nil {
 				p.cfg.Logger.Warn("idempotency key not freed; its lease will", "request_id", x.requestID, "error", err.Error())
 			}
