@@ -81,19 +81,14 @@ func newContractEnv(t *testing.T, o contractOptions) *contractEnv {
 	t.Helper()
 	contractMarkdown.Do(func() { openapi3filter.RegisterBodyDecoder("text/markdown", openapi3filter.PlainBodyDecoder) })
 	logger := slog.New(slog.DiscardHandler)
-	dir := filepath.Join(repoRoot(t), "testdata", "upstream")
+	base, s := replayAndStore(t, logger)
 	var runner *upstream.Runner
 	if o.fixtures == nil && o.upstream == nil {
 		// The local server's own path: MERIDIAN_UPSTREAM=replay.
-		t.Setenv(app.EnvUpstreamFixtures, dir)
-		base, stop, err := app.StartReplay(logger)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = stop() })
 		runner = app.NewUpstream(logger, func(string) (string, bool) { return "", false }, base)
 	} else {
-		srv, err := replay.Load(dir)
+		// A replay upstream of its own, with the added fixtures.
+		srv, err := replay.Load(filepath.Join(repoRoot(t), "testdata", "upstream"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,11 +111,6 @@ func newContractEnv(t *testing.T, o contractOptions) *contractEnv {
 		}
 		runner = upstream.NewRunner(adapters.All(), upstream.Settings{ReplayURL: base, Options: opts})
 	}
-	s, err := embedded.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
 	env := &contractEnv{store: s, wired: map[string]bool{}}
 	env.key = contractAccount(t, s, 1000, nil)
 	for _, k := range runner.Endpoints() {
@@ -136,9 +126,7 @@ func newContractEnv(t *testing.T, o contractOptions) *contractEnv {
 	}
 	// Usage events applied in process, as make run does, so /v1/status
 	// reports the traffic the tests make.
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	deps.Events = app.LocalEvents(ctx, deps.Store, logger)
+	deps.Events = localEvents(t, deps.Store, logger)
 	if o.mutate == nil {
 		env.h = app.LocalHandler(logger, deps)
 	} else {
@@ -159,14 +147,7 @@ func newContractEnv(t *testing.T, o contractOptions) *contractEnv {
 // limit when not nil) and returns the key.
 func contractAccount(t *testing.T, s store.Store, credits int64, limit *int64) string {
 	t.Helper()
-	acct, _, err := pipeline.CreateAccount(context.Background(), s, credits, envelope.NewRequestID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, k := auth.NewKey(acct.ID, "contract", limit)
-	if _, err := s.CreateKey(context.Background(), k); err != nil {
-		t.Fatal(err)
-	}
+	_, key := newAccount(t, s, credits, limit)
 	return key
 }
 

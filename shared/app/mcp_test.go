@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -16,9 +15,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/meridian-data/meridian/shared/app"
-	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/mcpserver"
-	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/schemas"
 	"github.com/meridian-data/meridian/shared/store"
@@ -38,28 +35,10 @@ type mcpFixture struct {
 
 func startMCP(t *testing.T) *mcpFixture {
 	t.Helper()
-	t.Setenv(app.EnvUpstreamFixtures, filepath.Join(repoRoot(t), "testdata", "upstream"))
-	base, stop, err := app.StartReplay(quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stop() })
-	s, err := embedded.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	base, s := replayAndStore(t, quietLogger())
 	f := &mcpFixture{store: s}
-	f.account, _, err = pipeline.CreateAccount(context.Background(), s, 10, "req_mcp_funded")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.key = newKey(t, s, f.account.ID)
-	broke, _, err := pipeline.CreateAccount(context.Background(), s, 1, "req_mcp_broke")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.broke = newKey(t, s, broke.ID)
+	f.account, f.key = newAccount(t, s, 10, nil)
+	_, f.broke = newAccount(t, s, 1, nil)
 	h := app.LocalHandler(quietLogger(), app.Deps{Store: s, Upstream: mcpUpstream(base)})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
@@ -77,20 +56,6 @@ func mcpUpstream(replayURL string) *upstream.Runner {
 			return map[string]any{"items": []any{map[string]any{"id": "lisbon", "name": "Lisbon", "country_code": "PT"}}}, nil
 		}}}
 	return upstream.NewRunner(append(adapters.All(), lodging), upstream.Settings{ReplayURL: replayURL})
-}
-
-func newKey(t *testing.T, s store.Store, accountID string) string {
-	t.Helper()
-	return newLimitedKey(t, s, accountID, nil)
-}
-
-func newLimitedKey(t *testing.T, s store.Store, accountID string, creditLimit *int64) string {
-	t.Helper()
-	full, k := auth.NewKey(accountID, "mcp", creditLimit)
-	if _, err := s.CreateKey(context.Background(), k); err != nil {
-		t.Fatal(err)
-	}
-	return full
 }
 
 // withHeader sends a header on every request of an MCP client.

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/meridian-data/meridian/shared/app"
-	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/store/embedded"
 )
@@ -34,30 +33,12 @@ type typedClientServer struct {
 
 func startTypedClientServer(t *testing.T) *typedClientServer {
 	t.Helper()
-	t.Setenv(app.EnvUpstream, app.UpstreamReplay)
-	t.Setenv(app.EnvUpstreamFixtures, filepath.Join(repoRoot(t), "testdata", "upstream"))
 	logger := quietLogger()
-	base, stop, err := app.StartReplay(logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stop() })
-	s, err := embedded.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	base, s := replayAndStore(t, logger)
 	f := &typedClientServer{store: s}
-	f.account, _, err = pipeline.CreateAccount(context.Background(), s, 10, "req_typed_client_funded")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.key = newKey(t, s, f.account.ID)
-	// Cancelled before the store closes (cleanups run last first).
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	f.account, f.key = newAccount(t, s, 10, nil)
 	none := func(string) (string, bool) { return "", false }
-	deps := app.Deps{Store: s, Throttle: app.ThrottleFromEnv(), Upstream: app.NewUpstream(logger, none, base), Events: app.LocalEvents(ctx, s, logger)}
+	deps := app.Deps{Store: s, Throttle: app.ThrottleFromEnv(), Upstream: app.NewUpstream(logger, none, base), Events: localEvents(t, s, logger)}
 	srv := httptest.NewServer(app.LocalHandler(logger, deps))
 	t.Cleanup(srv.Close)
 	f.url = srv.URL

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -42,27 +41,10 @@ func repoRoot(t *testing.T) string {
 func replayServer(t *testing.T) (http.Handler, string, *bytes.Buffer) {
 	t.Helper()
 	t.Setenv(app.EnvUpstream, app.UpstreamReplay)
-	t.Setenv(app.EnvUpstreamFixtures, filepath.Join(repoRoot(t), "testdata", "upstream"))
 	logs := &bytes.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
-	base, stop, err := app.StartReplay(logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stop() })
-	s, err := embedded.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	acct, _, err := pipeline.CreateAccount(context.Background(), s, 1000, "req_replay_test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, k := auth.NewKey(acct.ID, "replay", nil)
-	if _, err := s.CreateKey(context.Background(), k); err != nil {
-		t.Fatal(err)
-	}
+	base, s := replayAndStore(t, logger)
+	_, key := newAccount(t, s, 1000, nil)
 	none := func(string) (string, bool) { return "", false }
 	runner := app.NewUpstream(logger, none, base)
 	return app.LocalHandler(logger, app.Deps{Store: s, Upstream: runner}), key, logs
