@@ -113,7 +113,7 @@ func TestMCPToolsCoverTheRegistry(t *testing.T) {
 		listed[tool.Name] = tool
 	}
 	var want []string
-	for _, tool := range mcpserver.Tools(registry.Default(), schemas.For) {
+	for _, tool := range mcpserver.Tools(registry.Default(), mcpserver.Options{Schemas: schemas.For}) {
 		want = append(want, tool.Tool.Name)
 	}
 	sort.Strings(names)
@@ -143,11 +143,49 @@ func TestMCPToolsCoverTheRegistry(t *testing.T) {
 		t.Errorf("input schema lacks bounds or required: %v", search)
 	}
 	// An output schema exactly where there is a data schema to put in it.
-	for _, tool := range mcpserver.Tools(registry.Default(), schemas.For) {
+	for _, tool := range mcpserver.Tools(registry.Default(), mcpserver.Options{Schemas: schemas.For}) {
 		_, hasData := schemas.For(tool.Endpoint.Key())
 		if got := listed[tool.Tool.Name]; got == nil || hasData != (got.OutputSchema != nil) {
 			t.Errorf("%s: output schema listed %v, data schema %v", tool.Tool.Name, got != nil && got.OutputSchema != nil, hasData)
 		}
+	}
+}
+
+// tools/list tells an agent which tools this deployment can serve, as
+// the catalogue's available flag does, before any call fails.
+func TestMCPToolsSayWhetherTheyAreAvailable(t *testing.T) {
+	f := startMCP(t)
+	session := connect(t, f.url, "x-api-key", f.key)
+	_, catalogue := call(t, session, "utility__endpoints", map[string]any{})
+	available := map[string]bool{}
+	for _, item := range catalogue["data"].(map[string]any)["items"].([]any) {
+		entry := item.(map[string]any)
+		available[entry["id"].(string)] = entry["available"] == true
+	}
+	seen := map[bool]int{}
+	for tool, err := range session.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := tool.Meta["meridian/path"].(string)[len("/v1/"):]
+		want, ok := available[key]
+		if !ok {
+			t.Errorf("%s: %s not in the catalogue", tool.Name, key)
+			continue
+		}
+		seen[want]++
+		says := !strings.Contains(tool.Description, "Not available in this deployment")
+		if tool.Meta["meridian/available"] != want || says != want {
+			t.Errorf("%s: meta %v, description %q; the catalogue says available=%v", tool.Name, tool.Meta["meridian/available"], tool.Description, want)
+		}
+	}
+	if seen[true] == 0 || seen[false] == 0 {
+		t.Errorf("the fixture serves some tools and not others: %v", seen)
+	}
+	// An unavailable tool answers as its description says.
+	if res, env := call(t, session, "marketplace_a__search", map[string]any{"query": "lamp"}); !res.IsError ||
+		env["error"].(map[string]any)["type"] != "ENDPOINT_NOT_AVAILABLE" {
+		t.Errorf("marketplace_a__search: %v", env)
 	}
 }
 

@@ -38,14 +38,33 @@ var freeTools = []string{"utility/endpoints", "utility/endpoint", "credits/balan
 // request: the key (either form), and what identifies the client.
 var forwarded = []string{"x-api-key", "authorization", "x-forwarded-for", "x-forwarded-proto", "user-agent"}
 
+// Options are what the MCP server learns from the API it fronts.
+type Options struct {
+	// Schemas gives each data endpoint's data schema (nil: none).
+	Schemas func(string) (json.RawMessage, bool)
+	// ErrorsURL gives the errors reference doc_url anchors into for a
+	// request, as the API derives it, for the failures answered here
+	// without reaching the API (nil: the request host's /docs/errors).
+	ErrorsURL func(*http.Request) string
+	// Available says whether this deployment can serve an endpoint (nil:
+	// every one); a tool that cannot says so in its description.
+	Available func(*registry.Endpoint) bool
+	Logger    *slog.Logger
+}
+
 // New builds the /mcp handler over api, the handler that serves /v1.
-// schemas gives each data endpoint's data schema (nil: none); errorsURL
-// gives the errors reference doc_url anchors into for a request, as the
-// API derives it, for the failures answered here without reaching it.
-func New(reg *registry.Registry, api http.Handler, schemas func(string) (json.RawMessage, bool), errorsURL func(*http.Request) string, logger *slog.Logger) http.Handler {
+func New(reg *registry.Registry, api http.Handler, opts Options) http.Handler {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	errorsURL := opts.ErrorsURL
+	if errorsURL == nil {
+		errorsURL = func(r *http.Request) string { return envelope.ErrorsReference("http", r.Host) }
+	}
 	server := mcp.NewServer(&mcp.Implementation{Name: "meridian", Title: "Meridian public data API", Version: Version},
 		&mcp.ServerOptions{Instructions: "Each tool is one Meridian endpoint and costs what the endpoint costs (the tool description says how many credits; cached answers, failures and dry runs cost 0). Pass dry_run=true for a free estimate. Errors carry error.type; see https://modelcontextprotocol.io for the protocol."})
-	for _, t := range Tools(reg, schemas) {
+	for _, t := range Tools(reg, opts) {
 		server.AddTool(t.Tool, call(api, t.Endpoint, logger))
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
@@ -75,7 +94,7 @@ type Tool struct {
 
 // Tools lists the tools of the registry: one per live data endpoint and
 // one per free tool endpoint, sorted by name.
-func Tools(reg *registry.Registry, schemas func(string) (json.RawMessage, bool)) []Tool {
+func Tools(reg *registry.Registry, opts Options) []Tool {
 	var out []Tool
 	for _, e := range reg.Live() {
 		free := false
@@ -85,7 +104,8 @@ func Tools(reg *registry.Registry, schemas func(string) (json.RawMessage, bool))
 		if e.Kind != registry.Data && !free {
 			continue
 		}
-		out = append(out, Tool{Tool: tool(e, schemas), Endpoint: e})
+		available := opts.Available == nil || opts.Available(e)
+		out = append(out, Tool{Tool: tool(e, opts.Schemas, available), Endpoint: e})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Tool.Name < out[j].Tool.Name })
 	return out
@@ -103,18 +123,22 @@ func Name(e *registry.Endpoint) string {
 	return strings.Join(parts, "__")
 }
 
-func tool(e *registry.Endpoint, schemas func(string) (json.RawMessage, bool)) *mcp.Tool {
+func tool(e *registry.Endpoint, schemas func(string) (json.RawMessage, bool), available bool) *mcp.Tool {
 	desc := e.Description
 	if e.Kind == registry.Data {
 		desc += fmt.Sprintf(" Costs %d credit%s per successful uncached call; cached answers, failures and dry runs cost 0.", e.Cost, plural(e.Cost))
 	} else {
 		desc += " Free."
 	}
+	if !available {
+		// An agent choosing tools should not learn this from a failure.
+		desc += " Not available in this deployment: no live source is configured, so calls answer ENDPOINT_NOT_AVAILABLE."
+	}
 	t := &mcp.Tool{
 		Name: Name(e), Title: e.Name, Description: desc,
 		InputSchema: inputSchema(e),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(e.Kind == registry.Data)},
-		Meta:        mcp.Meta{"meridian/path": e.Path(), "meridian/credit_cost": e.Cost},
+		Meta:        mcp.Meta{"meridian/path": e.Path(), "meridian/credit_cost": e.Cost, "meridian/available": available},
 	}
 	if schemas != nil {
 		if data, ok := schemas(e.Key()); ok {

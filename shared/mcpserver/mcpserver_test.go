@@ -3,7 +3,6 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -57,7 +56,7 @@ func serve(t *testing.T, api http.Handler, h headers) (*mcp.ClientSession, strin
 	t.Helper()
 	// The errors reference as the pipeline derives it without a configured one.
 	errorsURL := func(r *http.Request) string { return envelope.ErrorsReference("http", r.Host) }
-	srv := httptest.NewServer(mcpserver.New(registry.Default(), api, schemas.For, errorsURL, slog.New(slog.DiscardHandler)))
+	srv := httptest.NewServer(mcpserver.New(registry.Default(), api, mcpserver.Options{Schemas: schemas.For, ErrorsURL: errorsURL}))
 	t.Cleanup(srv.Close)
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpserver-test", Version: "1"}, nil)
 	session, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
@@ -155,7 +154,7 @@ func TestMCPLocalFailuresAreFullEnvelopes(t *testing.T) {
 // the dry-run estimate; the free tools declare none.
 func TestMCPOutputSchemas(t *testing.T) {
 	tools := map[string]*mcp.Tool{}
-	for _, tool := range mcpserver.Tools(registry.Default(), schemas.For) {
+	for _, tool := range mcpserver.Tools(registry.Default(), mcpserver.Options{Schemas: schemas.For}) {
 		tools[tool.Tool.Name] = tool.Tool
 	}
 	for _, name := range []string{"utility__endpoints", "utility__endpoint", "credits__balance", "credits__transactions"} {

@@ -30,7 +30,9 @@ func (p *Pipeline) serveMCP(x *exchange) {
 		// pipeline that serves them all, in this process.
 		all := p.cfg
 		all.Family = ""
-		p.mcp.handler = mcpserver.New(all.Registry, New(all), all.DataSchemas, p.errorsURL, p.cfg.Logger)
+		p.mcp.handler = mcpserver.New(all.Registry, New(all), mcpserver.Options{
+			Schemas: all.DataSchemas, ErrorsURL: p.errorsURL, Available: p.available, Logger: p.cfg.Logger,
+		})
 	})
 	p.mcp.handler.ServeHTTP(x.w, x.r)
 }
