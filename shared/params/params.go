@@ -97,6 +97,9 @@ func Validate(e *registry.Endpoint, q Query, pathParams map[string]string) (Resu
 			continue
 		}
 		canonical, problem := check(p, s.value)
+		if problem == nil && len(p.Hosts) > 0 {
+			canonical, problem = checkHost(e.Platform, p, canonical)
+		}
 		if problem != nil {
 			problem["field"] = s.name
 			problems = append(problems, problem)
@@ -371,6 +374,62 @@ func checkScalar(p *registry.Param, t registry.ParamType, v string) (string, map
 		return "", notAllowed(p)
 	}
 	return v, nil
+}
+
+// A value of a parameter with hosts is a URL when it has a scheme
+// ("https:", "ftp:", "javascript:"), starts with "//", or starts with a
+// dotted host name and a path ("www.etsy.com/listing/1"). Anything else
+// ("1234567890", "example-shop", "1005006123456789.html") stays an id.
+var (
+	schemePrefix = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*:`)
+	bareHostPath = regexp.MustCompile(`^[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z][A-Za-z0-9-]*\.?(:[0-9]*)?/`)
+)
+
+// checkHost keeps a URL in a parameter with declared hosts on its
+// platform's own pages, here in validation so that a foreign URL is
+// refused before any cache lookup, fetch or charge (the URL policy still
+// applies to whatever is fetched). An id passes unchanged. A URL must be
+// http(s), without credentials, on an allowed host. "//host/..." and
+// "host/..." are read as https and canonicalised to it, so handlers see
+// only ids and absolute URLs, and both spellings share a cache key.
+func checkHost(platform string, p *registry.Param, v string) (string, map[string]any) {
+	abs := v
+	switch {
+	case strings.HasPrefix(v, "//"):
+		abs = "https:" + v
+	case bareHostPath.MatchString(v):
+		abs = "https://" + v
+	case !schemePrefix.MatchString(v):
+		return v, nil
+	}
+	u, err := url.Parse(abs)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Opaque != "" || u.User != nil || !wellFormedHost(u.Hostname()) {
+		msg := p.Name + " must be an absolute http or https URL without credentials"
+		if p.Type != registry.URL {
+			msg += ", or an id"
+		}
+		pr := problem("invalid_url", msg+".")
+		pr["expected"] = "url"
+		return "", pr
+	}
+	if !p.AllowsHost(u.Hostname()) {
+		// The platform's neutral id only: real host names stay internal.
+		msg := "The URL in " + p.Name + " is not a page of " + platform + "; send a URL of a " + platform + " page"
+		if p.Type != registry.URL {
+			msg += " or an id"
+		}
+		pr := problem("wrong_host", msg+".")
+		pr["platform"] = platform
+		return "", pr
+	}
+	return abs, nil
+}
+
+// wellFormedHost refuses an empty host and empty labels (".etsy.com",
+// "etsy..com"); one trailing dot is the DNS root and allowed.
+func wellFormedHost(h string) bool {
+	h = strings.TrimSuffix(h, ".")
+	return h != "" && !strings.HasPrefix(h, ".") && !strings.Contains(h, "..")
 }
 
 func problem(reason, message string) map[string]any {

@@ -1,6 +1,7 @@
 package params
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -276,6 +277,8 @@ func FuzzValidate(f *testing.F) {
 		{"property_portal/search-sale", "radius=0.25&property_type=flats&min_price=1&max_price=2"},
 		{"microblog_a/search", "query=a&fit=goal&goal=x&tokens=300"},
 		{"photo_social/post-stats", "url=https://example.com/p/1"},
+		{"craft_market/reviews", "id=https://www.etsy.com/listing/1"},
+		{"marketplace_b/shop", "url=//amazon.de.evil.example/shop/x"},
 		{"company_registry/search", "query=%00&limit=%ff"},
 		{"company_registry/search", "q=1&q=2&;&%"},
 	}
@@ -332,5 +335,168 @@ func TestDefaultsAreCanonical(t *testing.T) {
 	c, _ := validate(t, "app_store_a/app-info", "app_id=1&country=US&language=EN_us")
 	if a.CacheKey() != b.CacheKey() || c.Values["country"] != "us" || c.Values["language"] != "en_us" {
 		t.Errorf("case-insensitive codes fold: %q %q %v", a.CacheKey(), b.CacheKey(), c.Values)
+	}
+}
+
+// A URL in a parameter with declared hosts must be a page of the
+// endpoint's platform (issue 15); an id stays an id.
+func TestPlatformURLs(t *testing.T) {
+	ok := []struct{ name, key, param, value, canonical string }{
+		{"listing id", "craft_market/reviews", "id", "1234567890", "1234567890"},
+		{"listing URL", "craft_market/reviews", "id", "https://www.etsy.com/listing/1234567890/a-mug", ""},
+		{"the host itself", "craft_market/reviews", "id", "https://etsy.com/listing/1234567890", ""},
+		{"http", "craft_market/reviews", "id", "http://www.etsy.com/listing/1234567890", ""},
+		{"uppercase", "craft_market/reviews", "id", "HTTPS://WWW.ETSY.COM/listing/1234567890", ""},
+		{"trailing dot", "craft_market/reviews", "id", "https://www.etsy.com./listing/1234567890", ""},
+		{"port", "craft_market/reviews", "id", "https://www.etsy.com:8443/listing/1234567890", ""},
+		{"bare host and path", "craft_market/reviews", "id", "www.etsy.com/listing/1234567890", "https://www.etsy.com/listing/1234567890"},
+		{"scheme-relative", "craft_market/reviews", "id", "//www.etsy.com/listing/1234567890", "https://www.etsy.com/listing/1234567890"},
+		{"the platform's host in the query", "craft_market/reviews", "id", "https://www.etsy.com/listing/1?ref=https://evil.example/", ""},
+		{"product id", "marketplace_a/similar", "product_id", "1005006123456789", "1005006123456789"},
+		{"a file name is an id", "marketplace_a/similar", "product_id", "1005006123456789.html", "1005006123456789.html"},
+		{"product URL", "marketplace_a/similar", "product_id", "https://www.aliexpress.com/item/1005006123456789.html", ""},
+		{"country subdomain", "marketplace_a/similar", "product_id", "https://es.aliexpress.com/item/1005006123456789.html", ""},
+		{"US site", "marketplace_a/similar", "product_id", "https://www.aliexpress.us/item/1005006123456789.html", ""},
+		{"Russian site", "marketplace_a/similar", "product_id", "https://aliexpress.ru/item/1005006123456789.html", ""},
+		{"shop name", "marketplace_b/shop", "url", "example-shop", "example-shop"},
+		{"a name with a dot is a name", "marketplace_b/shop", "url", "example.shop", "example.shop"},
+		{"shop URL", "marketplace_b/shop", "url", "https://www.amazon.com/shop/example-shop", ""},
+		{"another marketplace", "marketplace_b/shop", "url", "https://www.amazon.co.uk/shop/example-shop", ""},
+		{"a three-label marketplace", "marketplace_b/shop", "url", "https://www.amazon.com.au/shop/example-shop", ""},
+		{"the newest marketplace", "marketplace_b/shop", "url", "https://www.amazon.co.za/shop/example-shop", ""},
+	}
+	for _, c := range ok {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := validate(t, c.key, c.param+"="+url.QueryEscape(c.value))
+			if err != nil {
+				t.Fatalf("%s=%s refused: %v %v", c.param, c.value, err, err.Details)
+			}
+			want := c.canonical
+			if want == "" {
+				want = c.value
+			}
+			if got := res.Values[c.param]; got != want {
+				t.Errorf("canonical %q, want %q", got, want)
+			}
+		})
+	}
+	refused := []struct{ name, key, param, value, reason string }{
+		{"another site", "craft_market/reviews", "id", "https://evil.example/listing/1234567890", "wrong_host"},
+		{"look-alike suffix", "craft_market/reviews", "id", "https://etsy.com.evil.example/listing/1", "wrong_host"},
+		{"look-alike prefix", "craft_market/reviews", "id", "https://notetsy.com/listing/1", "wrong_host"},
+		{"look-alike uppercase", "craft_market/reviews", "id", "HTTPS://ETSY.COM.EVIL.EXAMPLE/listing/1", "wrong_host"},
+		{"platform host in a fragment", "craft_market/reviews", "id", "https://evil.example#@www.etsy.com/listing/1", "wrong_host"},
+		{"platform host in the path", "craft_market/reviews", "id", "https://evil.example/www.etsy.com/listing/1", "wrong_host"},
+		{"address", "craft_market/reviews", "id", "http://127.0.0.1:8080/listing/1", "wrong_host"},
+		{"IPv6 address", "craft_market/reviews", "id", "http://[::1]/listing/1", "wrong_host"},
+		{"bare foreign host", "craft_market/reviews", "id", "evil.example/listing/1", "wrong_host"},
+		{"scheme-relative foreign host", "craft_market/reviews", "id", "//evil.example/listing/1", "wrong_host"},
+		{"another platform's pages", "marketplace_a/similar", "product_id", "https://www.amazon.com/dp/B000000000", "wrong_host"},
+		{"look-alike marketplace", "marketplace_b/shop", "url", "https://www.amazon.evil.example/shop/x", "wrong_host"},
+		{"marketplace suffix look-alike", "marketplace_b/shop", "url", "https://amazon.com.evil.example/shop/x", "wrong_host"},
+		{"credentials", "craft_market/reviews", "id", "https://user:pass@www.etsy.com/listing/1", "invalid_url"},
+		{"empty credentials", "craft_market/reviews", "id", "https://@www.etsy.com/listing/1", "invalid_url"},
+		{"credentials naming the platform", "marketplace_b/shop", "url", "https://www.amazon.com@evil.example/shop/x", "invalid_url"},
+		{"non-http scheme", "craft_market/reviews", "id", "ftp://www.etsy.com/listing/1", "invalid_url"},
+		{"javascript", "craft_market/reviews", "id", "javascript:alert(1)", "invalid_url"},
+		{"file", "marketplace_a/similar", "product_id", "file:///etc/passwd", "invalid_url"},
+		{"no slashes", "craft_market/reviews", "id", "https:www.etsy.com/listing/1", "invalid_url"},
+		{"no host", "craft_market/reviews", "id", "https:///www.etsy.com/listing/1", "invalid_url"},
+		{"empty label", "craft_market/reviews", "id", "https://.etsy.com/listing/1", "invalid_url"},
+		{"bad escape in host", "craft_market/reviews", "id", "https://www.etsy.com%2eevil.example/", "invalid_url"},
+		{"backslash", "craft_market/reviews", "id", `https://evil.example\@www.etsy.com/`, "invalid_url"},
+	}
+	for _, c := range refused {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := validate(t, c.key, c.param+"="+url.QueryEscape(c.value))
+			if err == nil || err.Status != http.StatusUnprocessableEntity || err.Type != envelope.InvalidParameters {
+				t.Fatalf("%s=%s: got %v, want 422", c.param, c.value, err)
+			}
+			if err.Details["field"] != c.param || err.Details["reason"] != c.reason {
+				t.Fatalf("details %v, want field %s reason %s", err.Details, c.param, c.reason)
+			}
+			platform := strings.SplitN(c.key, "/", 2)[0]
+			if c.reason == "wrong_host" && (!strings.Contains(err.Message, platform) || err.Details["platform"] != platform) {
+				t.Errorf("the refusal names the platform %s: %q %v", platform, err.Message, err.Details)
+			}
+			// The public API speaks neutral ids: no real host names.
+			for _, real := range []string{"etsy", "amazon", "aliexpress"} {
+				if strings.Contains(strings.ToLower(err.Message), real) || strings.Contains(strings.ToLower(fmt.Sprint(err.Details)), real) {
+					t.Errorf("the refusal names a real host: %q %v", err.Message, err.Details)
+				}
+			}
+		})
+	}
+}
+
+// A wrong host is one more invalid field: reported beside the others.
+func TestWrongHostIsReportedWithOtherFields(t *testing.T) {
+	_, err := validate(t, "craft_market/reviews", "id=https://evil.example/listing/1&rating=9")
+	if err == nil || err.Details["reason"] != "wrong_host" {
+		t.Fatalf("%v", err)
+	}
+	if all, _ := err.Details["errors"].([]map[string]any); len(all) != 2 || all[1]["field"] != "rating" {
+		t.Errorf("every invalid field: %v", err.Details)
+	}
+}
+
+// URL-typed parameters take hosts the same way (photo_social, qa_site and
+// the others get theirs later): the scheme rules of the URL type first,
+// then the host.
+func TestURLTypedParameterWithHosts(t *testing.T) {
+	reg, rerr := registry.New([]registry.Endpoint{{
+		Platform: "qa_test", ID: "question", Family: registry.Knowledge, Kind: registry.Data, Cost: 1,
+		Origin: registry.SpecListed, Name: "Question",
+		Params: []registry.Param{registry.P("url", registry.URL, "Question page URL.").Req().OnHosts("qa.example")},
+	}})
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	e, _ := reg.Endpoint("qa_test/question")
+	for value, reason := range map[string]string{
+		"https://www.qa.example/q/1":       "",
+		"https://qa.example.evil/q/1":      "wrong_host",
+		"https://u@qa.example/q/1":         "invalid_url",
+		"www.qa.example/q/1":               "invalid_url", // the URL type needs a scheme
+		"ftp://qa.example/q/1":             "invalid_url",
+		"https://evil.example/?qa.example": "wrong_host",
+	} {
+		res, err := Validate(e, url.Values{"url": {value}}, nil)
+		switch {
+		case reason == "" && (err != nil || res.Values["url"] != value):
+			t.Errorf("%s: %v %v", value, err, res.Values)
+		case reason != "" && (err == nil || err.Details["reason"] != reason):
+			t.Errorf("%s: got %v, want %s", value, err, reason)
+		case reason == "wrong_host" && strings.Contains(err.Message, "or an id"):
+			t.Errorf("%s: a URL parameter takes no id: %q", value, err.Message)
+		}
+	}
+}
+
+// Every declared example of a parameter with hosts passes, unchanged: the
+// catalogue's ready-to-run requests and the sandbox tests send them.
+func TestPlatformURLExamplesValidate(t *testing.T) {
+	n := 0
+	for _, e := range registry.Default().Endpoints() {
+		for _, p := range e.Accepted() {
+			if len(p.Hosts) == 0 {
+				continue
+			}
+			n++
+			if p.Example == "" {
+				t.Errorf("%s %s: a parameter with hosts needs an example", e.Key(), p.Name)
+				continue
+			}
+			v, problem := check(p, p.Example)
+			if problem == nil {
+				v, problem = checkHost(e.Platform, p, v)
+			}
+			if problem != nil || v != p.Example {
+				t.Errorf("%s %s: example %q -> %q %v", e.Key(), p.Name, p.Example, v, problem)
+			}
+		}
+	}
+	if n < 3 {
+		t.Errorf("%d parameters with hosts; the commerce ones have them", n)
 	}
 }

@@ -19,6 +19,30 @@ const metered = 20_000
 
 var profilePlatforms = []string{"photo_social", "short_video_a", "microblog_a", "microblog_b", "microblog_c", "social_a", "professional_network", "video_platform", "code_host"}
 
+// The hosts whose pages a commerce platform's URL parameters may name
+// (OnHosts): each host covers its subdomains, so country and mobile
+// subdomains (es.aliexpress.com, m.aliexpress.com, www.etsy.com) need no
+// entry of their own. Short-link domains of their own (amzn.to, etsy.me)
+// are left out: what they point at is known only after a fetch, and the
+// URL policy checks addresses, not platforms.
+var (
+	// marketplace_a (AliExpress): the global site, the US site and the
+	// Russian site; country versions are subdomains of aliexpress.com.
+	marketplaceAHosts = []string{"aliexpress.com", "aliexpress.us", "aliexpress.ru"}
+	// marketplace_b (Amazon): one domain per marketplace, as the Selling
+	// Partner API lists them (developer-docs.amazon.com/sp-api/docs/marketplace-ids):
+	// North America, Europe (with the Middle East, Africa and India), Far East.
+	marketplaceBHosts = []string{
+		"amazon.com", "amazon.ca", "amazon.com.mx", "amazon.com.br",
+		"amazon.ie", "amazon.es", "amazon.co.uk", "amazon.fr", "amazon.com.be", "amazon.nl", "amazon.de",
+		"amazon.it", "amazon.se", "amazon.co.za", "amazon.pl", "amazon.eg", "amazon.com.tr", "amazon.sa",
+		"amazon.ae", "amazon.in",
+		"amazon.sg", "amazon.com.au", "amazon.co.jp",
+	}
+	// craft_market (Etsy): every listing and shop page is on etsy.com.
+	craftMarketHosts = []string{"etsy.com"}
+)
+
 var commerce = []Endpoint{
 	{
 		Platform: "marketplace_a", ID: "search", Family: Commerce, Kind: Data, Cost: 3, Origin: SpecListed,
@@ -41,7 +65,7 @@ var commerce = []Endpoint{
 		Platform: "marketplace_a", ID: "similar", Family: Commerce, Kind: Data, Cost: 3, Origin: SpecListed, LimitedCapacity: true,
 		Name: "Marketplace A similar products", Description: "Products similar to a given product or query. Limited capacity: availability depends on small shared monthly allowances.",
 		Params: []Param{
-			P("product_id", String, "Product id or product URL.").Len(2048).Ex("1005006123456789"),
+			P("product_id", String, "Product id or product URL.").Len(2048).Ex("1005006123456789").OnHosts(marketplaceAHosts...),
 			P("query", String, "Search text, when no product_id is given.").Len(500),
 			countryParam.Named("country", "Ship-to country (two-letter code)."),
 			currencyParam,
@@ -62,7 +86,7 @@ var commerce = []Endpoint{
 		Platform: "craft_market", ID: "reviews", Family: Commerce, Kind: Data, Cost: 4, Origin: SpecListed,
 		Name: "Craft market reviews", Description: "Reviews of a handmade-goods listing or its shop; 8 per page.",
 		Params: []Param{
-			P("id", String, "Listing id or listing URL.").Req().Len(2048).Ex("1234567890"),
+			P("id", String, "Listing id or listing URL.").Req().Len(2048).Ex("1234567890").OnHosts(craftMarketHosts...),
 			pageParam,
 			P("scope", String, "Reviews of the listing or of the whole shop.").OneOf("listing", "shop"),
 			P("sort", String, "Review order.").OneOf("relevancy", "recency", "highest", "lowest"),
@@ -83,7 +107,7 @@ var commerce = []Endpoint{
 		Platform: "marketplace_b", ID: "shop", Family: Commerce, Kind: Data, Cost: 14, Origin: SpecListed, FairUse: metered,
 		Name: "Marketplace B shop", Description: "A creator storefront: its posts and products.",
 		Params: []Param{
-			P("url", String, "Shop page URL or shop name.").Req().Len(2048).Ex("example-shop"),
+			P("url", String, "Shop page URL or shop name.").Req().Len(2048).Ex("example-shop").OnHosts(marketplaceBHosts...),
 			countryParam.Named("country", "Marketplace country (two-letter code)."),
 		},
 	},

@@ -16,6 +16,9 @@ type ParamDoc struct {
 	Default      string   `json:"default,omitempty"`
 	Aliases      []string `json:"aliases,omitempty"`
 	Example      string   `json:"example,omitempty"`
+	// PlatformURL says a URL value must be a page of the endpoint's own
+	// platform (422 wrong_host otherwise); the hosts stay internal.
+	PlatformURL bool `json:"platform_url,omitempty"`
 }
 
 // Entry is an endpoint as catalogues and indexes publish it (spec 2.5:
@@ -53,7 +56,7 @@ func (e *Endpoint) Entry() Entry {
 		d := ParamDoc{
 			Name: p.Name, Type: string(p.Type), Required: p.Required, Description: p.Description,
 			Minimum: p.Min, Maximum: p.Max, MaxLength: p.MaxLength, Enum: p.Enum, Format: p.PatternHint,
-			Default: p.Default, Aliases: p.Aliases, Example: p.Example,
+			Default: p.Default, Aliases: p.Aliases, Example: p.Example, PlatformURL: len(p.Hosts) > 0,
 		}
 		if p.Type == List {
 			d.Items = string(p.Item)

@@ -1,5 +1,7 @@
 package registry
 
+import "strings"
+
 // P starts a parameter declaration; the methods below refine a copy, so
 // shared parameters can be declared once and reused.
 func P(name string, t ParamType, description string) Param {
@@ -44,6 +46,37 @@ func (p Param) Of(t ParamType) Param { p.Item = t; return p }
 
 // When makes the parameter required when other=value.
 func (p Param) When(other, value string) Param { p.RequiredWhen = [2]string{other, value}; return p }
+
+// PlatformURLNote is the sentence OnHosts adds to a description, so the
+// catalogue, OpenAPI and MCP tools say it without naming real hosts (the
+// public API speaks neutral platform ids).
+const PlatformURLNote = "A URL must be a page of this platform."
+
+// OnHosts requires a URL value to be a page of the platform: on one of
+// hosts or a subdomain of one. Call it after Named, which would replace
+// the description it adds to.
+func (p Param) OnHosts(hosts ...string) Param {
+	p.Hosts = hosts
+	p.Description = strings.TrimSpace(p.Description + " " + PlatformURLNote)
+	return p
+}
+
+// AllowsHost reports whether host (a URL's host, without port) is one of
+// p.Hosts or a subdomain of one. Case and one trailing dot are ignored, as
+// DNS ignores them; a name with an empty label matches nothing, so
+// ".etsy.com" cannot pass as a subdomain.
+func (p *Param) AllowsHost(host string) bool {
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	if host == "" || strings.HasPrefix(host, ".") || strings.Contains(host, "..") {
+		return false
+	}
+	for _, h := range p.Hosts {
+		if host == h || strings.HasSuffix(host, "."+h) {
+			return true
+		}
+	}
+	return false
+}
 
 // Shared parameter shapes.
 var (
