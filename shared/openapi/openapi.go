@@ -151,6 +151,9 @@ func operation(e *registry.Endpoint, schemas DataSchemas, defs obj, rs *response
 		if p.Type == registry.List {
 			param["style"], param["explode"] = "form", false
 		}
+		if len(p.Hosts) > 0 {
+			param["x-platform-url"] = true // an id, or a URL of the platform's own site (422 wrong_host otherwise)
+		}
 		params = append(params, param)
 	}
 	if e.HTTPMethod() == http.MethodGet {
