@@ -63,6 +63,7 @@ fuzz: ## run each fuzz target for FUZZTIME (default 30s)
 	$(GO) test ./shared/registry -run '^$$' -fuzz FuzzResolve -fuzztime $${FUZZTIME:-30s}
 	$(GO) test ./shared/params -run '^$$' -fuzz FuzzValidate -fuzztime $${FUZZTIME:-30s}
 	$(GO) test ./shared/pipeline -run '^$$' -fuzz FuzzPipeline -fuzztime $${FUZZTIME:-30s}
+	$(GO) test ./shared/upstream/htmldata -run '^$$' -fuzz FuzzExtract -fuzztime $${FUZZTIME:-30s}
 
 clean:
 	rm -rf $(BUILD_DIR)

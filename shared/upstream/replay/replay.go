@@ -7,7 +7,8 @@
 // A fixture is one JSON file:
 //
 //	{
-//	  "match":    {"method": "GET", "path": "/users/*", "query": {"q": "golang", "cursor": "*"}},
+//	  "match":    {"method": "GET", "path": "/users/*", "query": {"q": "golang", "cursor": "*"},
+//	               "body": {"url": "https://shop.example/p/*", "geolocation": "GB"}},
 //	  "default":  false,
 //	  "response": {"status": 200, "headers": {"retry-after": "3"}, "body": {...}, "delay_ms": 0},
 //	  "fault":    ""
@@ -15,16 +16,21 @@
 //
 // match.path is a path.Match pattern relative to the provider's base URL;
 // match.query values must equal the request's ("*": present with any
-// value). The most specific matching fixture answers (the most query
-// constraints, then file order); a request no fixture matches gets the
-// provider's default fixture for that path ("default": true), so any valid
-// request is answered. response.body is JSON; response.body_text is sent
-// verbatim instead (malformed bodies). fault injects a transport failure:
+// value). match.body constrains top-level fields of a JSON object request
+// body (services such as Zyte API take their parameters there): a string
+// is a path.Match pattern the field's string value must match ("*":
+// present with any value), any other JSON value must equal the field's.
+// The most specific matching fixture answers (the most query and body
+// constraints, then a literal path, then file order); a request no fixture
+// matches gets the provider's default fixture for that path ("default":
+// true), so any valid request is answered. response.body is JSON;
+// response.body_text is sent verbatim instead (malformed bodies). fault injects a transport failure:
 // "reset" closes the connection without an answer, "truncate" sends half
 // of the body after announcing all of it.
 package replay
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -34,6 +40,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -46,12 +53,17 @@ const DefaultDir = "testdata/upstream"
 // maxRecorded bounds the requests kept for inspection.
 const maxRecorded = 10_000
 
+// maxRequestBody bounds the request body read for matching and recording.
+const maxRequestBody = 1 << 20
+
 // Fixture is one recorded or documented upstream exchange.
 type Fixture struct {
 	Match struct {
 		Method string            `json:"method"`
 		Path   string            `json:"path"`
 		Query  map[string]string `json:"query"`
+		// Body constrains top-level fields of a JSON request body.
+		Body map[string]json.RawMessage `json:"body"`
 	} `json:"match"`
 	Default  bool `json:"default"`
 	Response struct {
@@ -73,6 +85,7 @@ type Request struct {
 	Path     string
 	Query    map[string][]string
 	Header   http.Header
+	Body     []byte
 	Fixture  string // the file that answered; "" when none did
 }
 
@@ -127,6 +140,16 @@ func (s *Server) Add(provider, name string, fx Fixture) error {
 	if _, err := path.Match(fx.Match.Path, "/"); err != nil {
 		return fmt.Errorf("fixture %s: bad match.path: %w", name, err)
 	}
+	for field, want := range fx.Match.Body {
+		if !json.Valid(want) {
+			return fmt.Errorf("fixture %s: match.body.%s is not JSON", name, field)
+		}
+		if pattern, ok := bodyPattern(want); ok {
+			if _, err := path.Match(pattern, ""); err != nil {
+				return fmt.Errorf("fixture %s: bad match.body.%s pattern: %w", name, field, err)
+			}
+		}
+	}
 	if fx.Fault != "" && fx.Fault != "reset" && fx.Fault != "truncate" {
 		return fmt.Errorf("fixture %s: unknown fault %q", name, fx.Fault)
 	}
@@ -166,11 +189,13 @@ func (s *Server) Requests() []Request {
 }
 
 // find picks the fixture that answers a request, or nil.
-func (s *Server) find(provider string, r *http.Request, rest string) *Fixture {
+func (s *Server) find(provider string, r *http.Request, rest string, body []byte) *Fixture {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var best, fallback *Fixture
 	q := r.URL.Query()
+	var fields map[string]json.RawMessage
+	_ = json.Unmarshal(body, &fields) // not a JSON object: only fixtures without body constraints match
 	for _, fx := range s.providers[provider] {
 		if fx.Match.Method != r.Method {
 			continue
@@ -184,7 +209,7 @@ func (s *Server) find(provider string, r *http.Request, rest string) *Fixture {
 			}
 			continue
 		}
-		if queryMatches(fx.Match.Query, q) && (best == nil || moreSpecific(fx, best)) {
+		if queryMatches(fx.Match.Query, q) && bodyMatches(fx.Match.Body, fields) && (best == nil || moreSpecific(fx, best)) {
 			best = fx
 		}
 	}
@@ -194,10 +219,12 @@ func (s *Server) find(provider string, r *http.Request, rest string) *Fixture {
 	return fallback
 }
 
-// moreSpecific: more query constraints win, then a literal path over a pattern.
+// moreSpecific: more query and body constraints win, then a literal path
+// over a pattern.
 func moreSpecific(a, b *Fixture) bool {
-	if len(a.Match.Query) != len(b.Match.Query) {
-		return len(a.Match.Query) > len(b.Match.Query)
+	na, nb := len(a.Match.Query)+len(a.Match.Body), len(b.Match.Query)+len(b.Match.Body)
+	if na != nb {
+		return na > nb
 	}
 	return !hasPattern(a.Match.Path) && hasPattern(b.Match.Path)
 }
@@ -214,12 +241,54 @@ func queryMatches(want map[string]string, got map[string][]string) bool {
 	return true
 }
 
+// bodyMatches reports whether every constrained field of a JSON object
+// body matches: strings as path.Match patterns ("*" for any value present),
+// other values by equality of their decoded JSON.
+func bodyMatches(want, got map[string]json.RawMessage) bool {
+	for field, w := range want {
+		g, ok := got[field]
+		if !ok {
+			return false
+		}
+		if pattern, ok := bodyPattern(w); ok {
+			if pattern == "*" {
+				continue
+			}
+			value, isString := bodyPattern(g)
+			if !isString {
+				return false
+			}
+			if ok, _ := path.Match(pattern, value); !ok && pattern != value {
+				return false
+			}
+			continue
+		}
+		var wv, gv any
+		if json.Unmarshal(w, &wv) != nil || json.Unmarshal(g, &gv) != nil || !reflect.DeepEqual(wv, gv) {
+			return false
+		}
+	}
+	return true
+}
+
+// bodyPattern is the value of a JSON string (a constraint's pattern, a
+// field's value); ok is false for any other JSON value.
+func bodyPattern(want json.RawMessage) (string, bool) {
+	var pattern string
+	trimmed := bytes.TrimSpace(want)
+	if len(trimmed) == 0 || trimmed[0] != '"' || json.Unmarshal(trimmed, &pattern) != nil {
+		return "", false
+	}
+	return pattern, true
+}
+
 // ServeHTTP answers /<provider>/<path>.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	provider, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	rest = "/" + rest
-	fx := s.find(provider, r, rest)
-	rec := Request{Provider: provider, Method: r.Method, Path: rest, Query: r.URL.Query(), Header: r.Header.Clone()}
+	reqBody, _ := io.ReadAll(io.LimitReader(r.Body, maxRequestBody))
+	fx := s.find(provider, r, rest, reqBody)
+	rec := Request{Provider: provider, Method: r.Method, Path: rest, Query: r.URL.Query(), Header: r.Header.Clone(), Body: reqBody}
 	if fx != nil {
 		rec.Fixture = fx.file
 	}

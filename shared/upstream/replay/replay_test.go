@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -83,5 +84,88 @@ func TestShippedFixturesLoad(t *testing.T) {
 	}
 	if len(s.Providers()) < 6 {
 		t.Fatalf("providers with fixtures: %v", s.Providers())
+	}
+}
+
+func post(t *testing.T, base, path, body string) (int, string) {
+	t.Helper()
+	res, err := http.Post(base+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+func TestBodyMatching(t *testing.T) {
+	s := New()
+	withBody := func(body map[string]string, answer string) Fixture {
+		fx := fixture("/v1/extract", nil, false, answer)
+		fx.Match.Method = http.MethodPost
+		fx.Match.Body = map[string]json.RawMessage{}
+		for k, v := range body {
+			fx.Match.Body[k] = json.RawMessage(v)
+		}
+		return fx
+	}
+	fallback := fixture("/v1/extract", nil, true, `"default"`)
+	fallback.Match.Method = http.MethodPost
+	for name, fx := range map[string]Fixture{
+		"default": fallback,
+		"any":     withBody(map[string]string{"url": `"https://shop.example/p/*"`}, `"any product"`),
+		"gb":      withBody(map[string]string{"url": `"https://shop.example/p/*"`, "geolocation": `"GB"`}, `"product from GB"`),
+		"exact":   withBody(map[string]string{"url": `"https://shop.example/p/42?x=1"`, "httpResponseBody": `true`}, `"product 42"`),
+		"present": withBody(map[string]string{"url": `"*"`, "echoData": `{"n": 1}`}, `"echo"`),
+	} {
+		if err := s.Add("zyte", name, fx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base, stop, err := s.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	for body, want := range map[string]string{
+		`{"url": "https://shop.example/p/7"}`:                                 `"any product"`,
+		`{"url": "https://shop.example/p/7", "geolocation": "GB"}`:            `"product from GB"`,
+		`{"url": "https://shop.example/p/7", "geolocation": "US"}`:            `"any product"`,
+		`{"url": "https://shop.example/p/42?x=1", "httpResponseBody": true}`:  `"product 42"`,
+		`{"url": "https://shop.example/p/42?x=1", "httpResponseBody": false}`: `"any product"`,
+		`{"url": "https://other.example/a/b", "echoData": {"n": 1.0}}`:        `"echo"`,
+		`{"url": "https://shop.example/p/7/reviews"}`:                         `"default"`,
+		`{"url": 7}`:                   `"default"`,
+		`not json`:                     `"default"`,
+		`["https://shop.example/p/7"]`: `"default"`,
+		`{"geolocation": "GB", "httpResponseBody": true, "url": "nothing/a"}`:  `"default"`,
+		`{"url": "https://shop.example/p/42?x=1", "httpResponseBody": "true"}`: `"any product"`,
+	} {
+		if code, got := post(t, base, "/zyte/v1/extract", body); code != 200 || got != want {
+			t.Errorf("%s: %d %s; want %s", body, code, got, want)
+		}
+	}
+	reqs := s.Requests()
+	if len(reqs) == 0 || string(reqs[0].Body) == "" {
+		t.Fatalf("the request body is not recorded: %+v", reqs)
+	}
+	// GET fixtures without a body constraint still match as before.
+	if err := s.Add("zyte", "get", fixture("/status", nil, false, `"up"`)); err != nil {
+		t.Fatal(err)
+	}
+	if code, got := get(t, base, "/zyte/status"); code != 200 || got != `"up"` {
+		t.Errorf("GET: %d %s", code, got)
+	}
+}
+
+func TestBodyPatternsAreChecked(t *testing.T) {
+	fx := fixture("/v1/extract", nil, false, `{}`)
+	fx.Match.Body = map[string]json.RawMessage{"url": json.RawMessage(`"https://x/[a"`)}
+	if err := New().Add("p", "bad", fx); err == nil {
+		t.Error("a malformed body pattern is refused, as a malformed path is")
+	}
+	fx.Match.Body = map[string]json.RawMessage{"url": json.RawMessage(`{"a":`)}
+	if err := New().Add("p", "badjson", fx); err == nil {
+		t.Error("a body constraint that is not JSON is refused")
 	}
 }

@@ -1,0 +1,147 @@
+package pages
+
+import (
+	"bytes"
+	"compress/gzip"
+	"compress/zlib"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/andybalholm/brotli"
+
+	"github.com/meridian-data/meridian/shared/upstream"
+)
+
+// ChromeVersion is the desktop Chrome major version BrowserHeader claims:
+// the stable milestone of November 2026 (Chrome ships a milestone every
+// two weeks since 153 in September 2026). Keep it current; a browser
+// months out of date is itself a bot signal.
+const ChromeVersion = "158"
+
+// BrowserHeader is what a current desktop Chrome on Windows sends when it
+// navigates to a page: its reduced user-agent, its navigation accept, the
+// given accept-language ("" for en-US) and the fetch metadata of a typed
+// URL. A site's Header starts from it.
+func BrowserHeader(acceptLanguage string) http.Header {
+	if acceptLanguage == "" {
+		acceptLanguage = "en-US,en;q=0.9"
+	}
+	h := http.Header{}
+	h.Set("user-agent", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/"+ChromeVersion+".0.0.0 Safari/537.36")
+	h.Set("accept", "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7")
+	h.Set("accept-language", acceptLanguage)
+	h.Set("sec-fetch-dest", "document")
+	h.Set("sec-fetch-mode", "navigate")
+	h.Set("sec-fetch-site", "none")
+	h.Set("sec-fetch-user", "?1")
+	h.Set("upgrade-insecure-requests", "1")
+	return h
+}
+
+// Direct is the site's own route: a provider named after the site whose
+// base URL is the site's origin (MERIDIAN_UPSTREAM_<NAME>_URL moves it, to
+// a proxy or a test server), fetching with the site's browser-like headers.
+// It needs no credentials.
+func Direct(s *Site) *upstream.Provider {
+	return &upstream.Provider{
+		Name:      s.Name,
+		Protocol:  "The site's public pages and front-end JSON over HTTPS, fetched directly with browser-like headers",
+		Docs:      s.Origin,
+		BaseURL:   s.Origin,
+		Endpoints: endpoints([]*Site{s}, fetchDirect),
+	}
+}
+
+// fetchDirect asks the site itself, relative to the route's base URL.
+func fetchDirect(ctx context.Context, c *upstream.Call, s *Site, r Request) (*Page, error) {
+	h := browserHeader(s, r)
+	// Set by hand, so Go's transport leaves the body alone and br (which it
+	// cannot decode) is offered as a browser would; decode undoes both.
+	h.Set("accept-encoding", "gzip, br")
+	resp, err := c.Get(ctx, r.Path, r.Query, h)
+	if resp == nil {
+		return nil, err
+	}
+	// A non-2xx answer is still the site's page: verdict classifies it.
+	return page(resp.Status, resp.Header, resp.Body, s.target(r))
+}
+
+// browserHeader is the whole header set a browser on the site would send
+// for r: the site's defaults, adjusted for a front end's JSON call, the
+// request's extra headers and the cookies.
+func browserHeader(s *Site, r Request) http.Header {
+	h := s.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	if r.JSON {
+		h.Set("accept", "application/json")
+		if h.Get("sec-fetch-mode") != "" {
+			// What the page's own fetch() sends, not a navigation.
+			h.Set("sec-fetch-dest", "empty")
+			h.Set("sec-fetch-mode", "cors")
+			h.Set("sec-fetch-site", "same-origin")
+			h.Del("sec-fetch-user")
+			h.Del("upgrade-insecure-requests")
+		}
+	}
+	for k, vs := range r.Header {
+		h.Del(k)
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	if cookie := cookieHeader(s.Cookies, r.Header.Get("cookie")); cookie != "" {
+		h.Set("cookie", cookie)
+	}
+	return h
+}
+
+// page builds the Page of a target's answer, decoding its body.
+func page(status int, header http.Header, body []byte, target string) (*Page, error) {
+	decoded, err := decode(body, header.Get("content-encoding"))
+	if err != nil {
+		return nil, err
+	}
+	header = header.Clone()
+	header.Del("content-encoding") // the body is decoded now
+	header.Del("content-length")
+	return &Page{Status: status, Header: header, Body: decoded, URL: target}, nil
+}
+
+// decode undoes a content-encoding (gzip, br, deflate, or a list of them
+// in the order applied), capping the result at upstream.MaxBody so a small
+// compressed body cannot expand without bound.
+func decode(body []byte, encoding string) ([]byte, error) {
+	codings := strings.Split(encoding, ",")
+	for i := len(codings) - 1; i >= 0; i-- {
+		var r io.Reader
+		var err error
+		switch coding := strings.ToLower(strings.TrimSpace(codings[i])); coding {
+		case "", "identity":
+			continue
+		case "gzip", "x-gzip":
+			r, err = gzip.NewReader(bytes.NewReader(body))
+		case "br":
+			r = brotli.NewReader(bytes.NewReader(body))
+		case "deflate":
+			r, err = zlib.NewReader(bytes.NewReader(body))
+		default:
+			return nil, upstream.MalformedFault("the body has an unsupported content-encoding %q", coding)
+		}
+		var out []byte
+		if err == nil {
+			out, err = io.ReadAll(io.LimitReader(r, upstream.MaxBody+1))
+		}
+		if err != nil {
+			return nil, upstream.MalformedFault("the %s body does not decode: %v", strings.TrimSpace(codings[i]), err)
+		}
+		if len(out) > upstream.MaxBody {
+			return nil, upstream.MalformedFault("the decoded body is larger than %d bytes", upstream.MaxBody)
+		}
+		body = out
+	}
+	return body, nil
+}

@@ -1,0 +1,341 @@
+// Package pages reads sites that publish no data API: their public HTML
+// pages and the JSON endpoints their own front ends call. A site's
+// operations are written once and run on every route the runner knows:
+// the site itself (Direct) and web-unblocking services that fetch the same
+// public URL through their own browsers and proxies (Zyte, ScraperAPI).
+//
+// # Writing a site
+//
+// A Site names the site, its public https origin and host names, the
+// browser-like headers the direct route sends, the locale cookies every
+// route sends, an optional hook that recognises block and challenge pages,
+// and its Operations keyed by endpoint key (platform/id):
+//
+//	shop := &pages.Site{
+//		Name:    "shop_example",                // the direct route's provider name
+//		Origin:  "https://www.shop.example",
+//		Hosts:   []string{"www.shop.example", "shop.example"},
+//		Header:  pages.BrowserHeader("en-GB,en;q=0.9"),
+//		Cookies: []*http.Cookie{{Name: "currency", Value: "GBP"}},
+//		Blocked: pages.BlockedBody(htmldata.Challenge),
+//		Operations: map[string]pages.Operation{
+//			"shop/product": {Build: productRequest, Parse: parseProduct},
+//		},
+//	}
+//
+// An Operation's Build turns the call's parameters into a Request (a path
+// on the site, its query, extra headers, an optional country, and whether
+// it is the site's JSON endpoint); Parse maps the Page that came back to
+// the endpoint's data shape. Neither knows which route fetched the page.
+//
+// # Routes
+//
+// Direct(site) is the site's own route: the provider is named after the
+// site, its BaseURL is the origin (movable with MERIDIAN_UPSTREAM_<NAME>_URL
+// like every provider's), and it sends the site's Header, the request's
+// extra headers, the cookies and accept-encoding gzip, br (bodies are
+// decoded here). Zyte(sites...) and ScraperAPI(sites...) are one provider
+// per service serving the operations of every site given; the page they
+// fetch is always the public URL Origin+Path?Query, while the request goes
+// to the service's base URL (movable too). A deployment lists them in
+// route order in adapters.All(), for example Direct(shop), Zyte(shop,
+// other), ScraperAPI(shop, other): an endpoint is then tried directly
+// first, and through the services when the site blocks Meridian.
+//
+// # Faults
+//
+// The target's answer is classified the same way on every route: a page
+// the Blocked hook recognises, or a JSON request answered by an HTML page
+// with 403, 429 or 503, is Rejected (the runner fails over, it does not
+// retry); 404 and 410 are NotFound (definitive, never asked of another
+// route) unless the operation lists the status in Statuses; other statuses
+// follow upstream.StatusFault. A service's own answers follow its
+// documentation: its rate limits and quotas are RateLimited (with its
+// Retry-After), a refused key is Rejected with status 401 or 403 (so the
+// route's cooldown counts it), a ban is Rejected, its 5xx is ServerError,
+// an envelope that does not decode is Malformed. API keys never appear in
+// a fault's reason.
+//
+// # Replay fixtures
+//
+// In replay mode each route has its own fixture folder: the direct route's
+// is testdata/upstream/<site name>/ (the site's paths), Zyte API's is
+// testdata/upstream/zyte_api/ (POST /v1/extract matching match.body.url,
+// the public URL, which may be a path.Match pattern) and ScraperAPI's is
+// testdata/upstream/scraperapi/ (GET / matching match.query.url).
+package pages
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/meridian-data/meridian/shared/upstream"
+)
+
+// Site is a site without a data API, and its operations.
+type Site struct {
+	// Name is the direct route's provider name (lowercase, digits and
+	// underscores): it names MERIDIAN_UPSTREAM_<NAME>_URL and the replay
+	// fixture folder testdata/upstream/<name>/.
+	Name string
+	// Origin is the public https origin, e.g. https://www.shop.example;
+	// every route fetches Origin+Path (the direct route relative to its
+	// possibly moved base URL).
+	Origin string
+	// Hosts are the site's own host names; the origin's host is always one.
+	// RequestFor accepts URLs on these hosts only.
+	Hosts []string
+	// Header holds the direct route's browser-like defaults (see
+	// BrowserHeader). The unblocking services send browsers' headers of
+	// their own (their documentation warns that custom headers can break
+	// ban avoidance), so a header the answer depends on belongs in
+	// Request.Header and a cookie in Cookies.
+	Header http.Header
+	// Cookies are the locale or currency cookies the site needs, sent on
+	// every route (as Cookie, or as Zyte API's requestCookies).
+	Cookies []*http.Cookie
+	// Blocked recognises a block or challenge page (a captcha, a bot wall)
+	// whatever its status; optional.
+	Blocked func(*Page) (reason string, blocked bool)
+	// Operations maps endpoint keys (platform/id) to operations.
+	Operations map[string]Operation
+}
+
+// Request is one fetch an operation asks for.
+type Request struct {
+	// Path is the escaped absolute path on the site, e.g. /p/123, without
+	// query or fragment.
+	Path  string
+	Query url.Values
+	// Header holds extra headers every route forwards to the site (a
+	// referer, x-requested-with, an accept-language the answer depends on).
+	Header http.Header
+	// Country is an ISO 3166-1 alpha-2 code the unblocking services fetch
+	// from ("" lets them choose). The direct route fetches from where
+	// Meridian runs.
+	Country string
+	// JSON asks for the site's own JSON endpoint rather than an HTML page:
+	// accept is application/json.
+	JSON bool
+}
+
+// Page is the target's answer, whichever route fetched it.
+type Page struct {
+	Status int
+	Header http.Header
+	// Body is decoded (gzip and br are undone).
+	Body []byte
+	// URL is the target's absolute public URL (after redirects when the
+	// route reports them).
+	URL string
+}
+
+// BlockedBody adapts a detector that reads only the body (such as
+// htmldata.Challenge) to Site.Blocked.
+func BlockedBody(detect func(body []byte) (reason string, blocked bool)) func(*Page) (string, bool) {
+	return func(p *Page) (string, bool) { return detect(p.Body) }
+}
+
+// JSON decodes the body; a body that does not decode is Malformed.
+func (p *Page) JSON(out any) error { return upstream.DecodeJSON(p.Body, out) }
+
+// Operation is one endpoint on a site.
+type Operation struct {
+	// Build turns the call's parameters into the request to make; an error
+	// ends the attempt (an upstream.InvalidParameterFault for a parameter
+	// the site cannot take).
+	Build func(c *upstream.Call) (Request, error)
+	// Parse maps the page to the endpoint's data shape.
+	Parse func(c *upstream.Call, p *Page) (any, error)
+	// Statuses are non-2xx target statuses Parse handles itself (say a
+	// search endpoint's 404 for no results); others are classified first.
+	Statuses []int
+}
+
+// fetchFunc gets a request's page over one route. Failures of the route
+// itself (its transport, its refusals, its envelope) are returned as
+// faults; the target's answer, whatever its status, is the page.
+type fetchFunc func(ctx context.Context, c *upstream.Call, s *Site, r Request) (*Page, error)
+
+// adapter runs op over one route.
+func adapter(s *Site, op Operation, fetch fetchFunc) upstream.Adapter {
+	return func(ctx context.Context, c *upstream.Call) (any, error) {
+		r, err := op.Build(c)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.check(); err != nil {
+			return nil, err
+		}
+		p, err := fetch(ctx, c, s, r)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.verdict(op, r, p); err != nil {
+			return nil, err
+		}
+		return op.Parse(c, p)
+	}
+}
+
+// verdict classifies the target's answer the same way on every route.
+func (s *Site) verdict(op Operation, r Request, p *Page) error {
+	// The hook goes first: a challenge served as 404 must not become a
+	// definitive "not found".
+	if s.Blocked != nil {
+		if reason, blocked := s.Blocked(p); blocked {
+			return &upstream.Fault{Kind: upstream.Rejected, Status: p.Status, Reason: "the site served a block or challenge page: " + reason}
+		}
+	}
+	if (p.Status >= 200 && p.Status <= 299) || slices.Contains(op.Statuses, p.Status) {
+		return nil
+	}
+	if r.JSON && looksHTML(p) && (p.Status == http.StatusForbidden || p.Status == http.StatusTooManyRequests || p.Status == http.StatusServiceUnavailable) {
+		return &upstream.Fault{Kind: upstream.Rejected, Status: p.Status, Reason: "the site answered a JSON request with an HTML page (a challenge)"}
+	}
+	f := upstream.StatusFault(p.Status, p.Header)
+	f.Reason = "the site answered " + strconv.Itoa(p.Status) + " " + f.Reason
+	return f
+}
+
+// looksHTML reports whether a body is an HTML document.
+func looksHTML(p *Page) bool {
+	if strings.Contains(strings.ToLower(p.Header.Get("content-type")), "html") {
+		return true
+	}
+	return strings.HasPrefix(strings.TrimSpace(string(p.Body[:min(len(p.Body), 512)])), "<")
+}
+
+// check refuses a request no route can send: the operation's bug, an
+// unusable answer (502), never the caller's.
+func (r Request) check() error {
+	if !strings.HasPrefix(r.Path, "/") || strings.ContainsAny(r.Path, "?# \t\r\n") {
+		return upstream.MalformedFault("the operation built an unusable path %q", r.Path)
+	}
+	if r.Country != "" && !countryCode.MatchString(r.Country) {
+		return upstream.MalformedFault("the operation built an unusable country %q", r.Country)
+	}
+	return nil
+}
+
+var countryCode = regexp.MustCompile(`^[A-Za-z]{2}$`)
+
+// target is the request's absolute public URL.
+func (s *Site) target(r Request) string {
+	t := strings.TrimSuffix(s.Origin, "/") + r.Path
+	if len(r.Query) > 0 {
+		t += "?" + r.Query.Encode()
+	}
+	return t
+}
+
+// RequestFor turns a URL on one of the site's hosts (a caller's product
+// link, say) into a Request for its path and query; ok is false for any
+// other URL.
+func (s *Site) RequestFor(raw string) (r Request, ok bool) {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || !slices.Contains(s.hosts(), hostOf(u)) {
+		return Request{}, false
+	}
+	r.Path = u.EscapedPath()
+	if r.Path == "" {
+		r.Path = "/"
+	}
+	if q := u.Query(); len(q) > 0 {
+		r.Query = q
+	}
+	return r, true
+}
+
+// hosts are the site's host names, the origin's included, normalised.
+func (s *Site) hosts() []string {
+	var hs []string
+	if u, err := url.Parse(s.Origin); err == nil {
+		hs = append(hs, hostOf(u))
+	}
+	for _, h := range s.Hosts {
+		hs = append(hs, strings.TrimSuffix(strings.ToLower(h), "."))
+	}
+	return hs
+}
+
+func hostOf(u *url.URL) string { return strings.TrimSuffix(strings.ToLower(u.Hostname()), ".") }
+
+var validName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// validate refuses a site no route can serve; constructors panic on it,
+// since a site is code, not configuration.
+func (s *Site) validate() error {
+	if s == nil {
+		return fmt.Errorf("pages: nil site")
+	}
+	if !validName.MatchString(s.Name) {
+		return fmt.Errorf("pages: site name %q is not lowercase letters, digits and underscores", s.Name)
+	}
+	u, err := url.Parse(s.Origin)
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("pages: site %s: origin %q is not a public https origin", s.Name, s.Origin)
+	}
+	if len(s.Operations) == 0 {
+		return fmt.Errorf("pages: site %s has no operations", s.Name)
+	}
+	for key, op := range s.Operations {
+		if op.Build == nil || op.Parse == nil {
+			return fmt.Errorf("pages: site %s: operation %s needs Build and Parse", s.Name, key)
+		}
+	}
+	return nil
+}
+
+// endpoints builds one route's adapters for every operation of every site.
+func endpoints(sites []*Site, fetch fetchFunc) map[string]upstream.Adapter {
+	out := map[string]upstream.Adapter{}
+	for _, s := range sites {
+		if err := s.validate(); err != nil {
+			panic(err)
+		}
+		for key, op := range s.Operations {
+			if _, dup := out[key]; dup {
+				panic(fmt.Sprintf("pages: endpoint %s is an operation of two sites", key))
+			}
+			out[key] = adapter(s, op, fetch)
+		}
+	}
+	return out
+}
+
+// cookieHeader joins the site's cookies and a request's own Cookie value.
+func cookieHeader(cookies []*http.Cookie, extra string) string {
+	var parts []string
+	for _, c := range cookies {
+		if v := (&http.Cookie{Name: c.Name, Value: c.Value}).String(); v != "" {
+			parts = append(parts, v)
+		}
+	}
+	if extra != "" {
+		parts = append(parts, extra)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// snippet is the start of a service's error body for a fault's reason,
+// with the key scrubbed in case the service echoes it.
+func snippet(body []byte, key string) string {
+	s := string(body)
+	if key != "" {
+		// Before cutting, so that no part of the key survives the cut.
+		s = strings.ReplaceAll(s, key, "[redacted]")
+		s = strings.ReplaceAll(s, url.QueryEscape(key), "[redacted]")
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 160 {
+		s = strings.ToValidUTF8(s[:160], "") + "…"
+	}
+	return s
+}
