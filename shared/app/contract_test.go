@@ -621,6 +621,19 @@ func contractInvalidValue(o contractOp) (name, value string, ok bool) {
 	return "", "", false
 }
 
+// unwiredCall is the example call of a data endpoint no route serves
+// here (which one changes as sources are wired).
+func (e *contractEnv) unwiredCall(t *testing.T) contractCall {
+	t.Helper()
+	for _, o := range e.spec.operations() {
+		if e.isData(o.key()) && !e.wired[o.key()] {
+			return e.example(t, o)
+		}
+	}
+	t.Fatal("every data endpoint has a route: no 501 to provoke")
+	return contractCall{}
+}
+
 func (e *contractEnv) isData(key string) bool {
 	ep, ok := registry.Default().Endpoint(key)
 	return ok && ep.Kind == registry.Data
@@ -894,6 +907,7 @@ func TestContractUpstreamFaults(t *testing.T) {
 		// loaded machine still answers every other fixture well within it.
 		upstream: &upstream.Options{AttemptTimeout: time.Second, Timeout: 5 * time.Second, MaxAttempts: 1},
 	})
+	unwired := env.unwiredCall(t)
 	cases := []struct {
 		name, path, target string
 		want               contractWant
@@ -905,7 +919,7 @@ func TestContractUpstreamFaults(t *testing.T) {
 		{"502 malformed", "/v1/code_host/repo/issues", "/v1/code_host/repo/issues?repo=sample-org/sample-malformed", contractWant{status: 502, typ: string(envelope.UpstreamError)}},
 		{"502 reset", "/v1/video_platform/search", "/v1/video_platform/search?query=sample-reset", contractWant{status: 502, typ: string(envelope.UpstreamError)}},
 		{"504 timeout", "/v1/company_registry/search", "/v1/company_registry/search?query=sample+slow", contractWant{status: 504, typ: string(envelope.UpstreamTimeout)}},
-		{"501 no route", "/v1/retailer_a/search", "/v1/retailer_a/search?query=lamp", contractWant{status: 501, typ: string(envelope.EndpointNotAvailable)}},
+		{"501 no route", unwired.path, unwired.target, contractWant{status: 501, typ: string(envelope.EndpointNotAvailable)}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

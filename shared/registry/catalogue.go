@@ -115,8 +115,8 @@ var commerce = []Endpoint{
 		Platform: "shopping_comparison", ID: "product", Family: Commerce, Kind: Data, Cost: 3, Origin: SpecListed,
 		Name: "Shopping comparison product", Description: "One product with specifications, retailers and instalment terms.",
 		Params: []Param{
-			P("id", String, "Product id as returned by search.").Req().Len(200).Ex("123456"),
-			P("category", String, "Category as returned by search.").Req().Len(200).Ex("laptops"),
+			P("id", String, "Product id as returned by search.").Req().Len(200).Ex("3201350617"),
+			P("category", String, "Category id as returned by search.").Req().Len(200).Ex("94"),
 			P("region", String, "Catalogue region.").Len(20).Ex("us"),
 		},
 	},

@@ -7,21 +7,39 @@ import (
 	"github.com/meridian-data/meridian/shared/upstream"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/atproto"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/companieshouse"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/etsy"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/github"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/itunes"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/klarna"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/kohls"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/playstore"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/youtube"
+	"github.com/meridian-data/meridian/shared/upstream/pages"
 )
 
 // All returns the providers, built fresh (providers hold per-process
-// state such as sessions).
+// state such as sessions). A site without an API is read directly first,
+// then through the web-unblocking services, which fetch the same public
+// pages through their own browsers and proxies when the site blocks
+// Meridian; an official API, where one exists, comes before its site.
 func All() []*upstream.Provider {
 	providers := atproto.Providers() // public AppView first, the authenticated session second
-	return append(providers,
+	providers = append(providers,
 		itunes.Provider(),
 		playstore.Provider(),
 		companieshouse.Provider(),
 		youtube.Provider(),
 		github.Provider(),
+		etsy.Provider(),
 	)
+	sites := Sites()
+	for _, s := range sites {
+		providers = append(providers, pages.Direct(s))
+	}
+	return append(providers, pages.Zyte(sites...), pages.ScraperAPI(sites...))
+}
+
+// Sites are the sites read from their public pages, built fresh.
+func Sites() []*pages.Site {
+	return []*pages.Site{etsy.Site(), kohls.Site(), klarna.Site()}
 }

@@ -1,0 +1,209 @@
+package etsy
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/htmldata"
+	"github.com/meridian-data/meridian/shared/upstream/pages"
+)
+
+// Site is www.etsy.com's public listing page (pages.Direct, pages.Zyte,
+// pages.ScraperAPI). The page embeds a schema.org Product whose
+// aggregateRating gives the listing's average and review count and whose
+// review array holds the reviews the page shows first, in the site's own
+// (relevancy) order. More pages, other orders, the rating filter and the
+// shop's reviews come from a POST to the site's internal API that needs a
+// session's CSRF token: this route declines those (a Rejected fault, so the
+// runner moves on) rather than answer another list.
+func Site() *pages.Site {
+	return &pages.Site{
+		Name:    "etsy_web",
+		Origin:  "https://www.etsy.com",
+		Hosts:   []string{"etsy.com"},
+		Header:  pages.BrowserHeader("en-US,en;q=0.9"),
+		Blocked: pages.BlockedBody(htmldata.Challenge), // DataDome on etsy.com
+		Operations: map[string]pages.Operation{
+			endpoint: {Build: pageRequest, Parse: parsePage},
+		},
+	}
+}
+
+func pageRequest(c *upstream.Call) (pages.Request, error) {
+	id, err := listingID(c.Param("id"))
+	if err != nil {
+		return pages.Request{}, err
+	}
+	decline := ""
+	switch {
+	case c.Param("scope") == "shop":
+		decline = "shop reviews"
+	case c.Param("sort") != "" && c.Param("sort") != "relevancy":
+		decline = "the " + c.Param("sort") + " order"
+	case c.Param("rating") != "":
+		decline = "a rating filter"
+	case pageNumber(c) > 1:
+		decline = "pages after the first"
+	}
+	if decline != "" {
+		return pages.Request{}, &upstream.Fault{Kind: upstream.Rejected,
+			Reason: "the listing page has only its first reviews in relevancy order, not " + decline}
+	}
+	// US English: the reviews Etsy shows first and their language depend on
+	// the visitor's locale.
+	return pages.Request{Path: "/listing/" + id, Country: "US"}, nil
+}
+
+// ldProduct is the part of the page's Product JSON-LD used here.
+type ldProduct struct {
+	Name            string          `json:"name"`
+	URL             string          `json:"url"`
+	AggregateRating *ldAggregate    `json:"aggregateRating"`
+	Review          json.RawMessage `json:"review"`
+}
+
+type ldAggregate struct {
+	RatingValue flexNumber `json:"ratingValue"`
+	ReviewCount flexNumber `json:"reviewCount"`
+	RatingCount flexNumber `json:"ratingCount"`
+	BestRating  flexNumber `json:"bestRating"`
+}
+
+type ldReview struct {
+	ReviewRating *struct {
+		RatingValue flexNumber `json:"ratingValue"`
+	} `json:"reviewRating"`
+	DatePublished string          `json:"datePublished"`
+	ReviewBody    string          `json:"reviewBody"`
+	Description   string          `json:"description"`
+	Author        json.RawMessage `json:"author"`
+	Image         json.RawMessage `json:"image"`
+}
+
+func parsePage(c *upstream.Call, p *pages.Page) (any, error) {
+	id, err := listingID(c.Param("id"))
+	if err != nil {
+		return nil, err
+	}
+	objs, err := htmldata.JSONLDOfType(p.Body, "Product")
+	if err != nil {
+		return nil, err
+	}
+	var prod ldProduct
+	if err := json.Unmarshal(objs[0], &prod); err != nil {
+		return nil, upstream.MalformedFault("the Product JSON-LD of a %d-byte page does not decode: %T", len(p.Body), err)
+	}
+	var lds []ldReview
+	if len(prod.Review) > 0 && string(prod.Review) != "null" {
+		// One review is an object, several an array.
+		if prod.Review[0] == '{' {
+			prod.Review = append(append([]byte{'['}, prod.Review...), ']')
+		}
+		if err := json.Unmarshal(prod.Review, &lds); err != nil {
+			return nil, upstream.MalformedFault("the Product JSON-LD's review of a %d-byte page is not a list of reviews", len(p.Body))
+		}
+	}
+
+	out := &reviews{ListingID: &id, Page: 1}
+	it := &listing{ID: &id, Title: nonEmpty(prod.Name), URL: ptr(listingURL + id)}
+	out.Items = make([]review, 0, len(lds))
+	for _, r := range lds {
+		item := review{Platform: platform, Listing: it, Text: nonEmpty(r.ReviewBody)}
+		if item.Text == nil {
+			item.Text = nonEmpty(r.Description)
+		}
+		if r.ReviewRating != nil {
+			item.Rating = r.ReviewRating.RatingValue.v
+		}
+		item.PostedAt = isoDate(r.DatePublished)
+		if name := personName(r.Author); name != nil {
+			item.Author = &author{Name: name}
+		}
+		out.Photos = append(out.Photos, imageURLs(r.Image)...)
+		out.Items = append(out.Items, item)
+	}
+	out.Count = len(out.Items)
+
+	switch a := prod.AggregateRating; {
+	case a != nil:
+		out.Rating = &rating{Value: a.RatingValue.v, Max: maxRating}
+		if a.BestRating.v != nil {
+			out.Rating.Max = *a.BestRating.v
+		}
+		votes := a.ReviewCount.v
+		if votes == nil {
+			votes = a.RatingCount.v
+		}
+		if votes != nil {
+			n := int(*votes)
+			out.Rating.Votes = &n
+			// The page shows its first reviews only; later pages come from
+			// the API route (page=2 with the cursor).
+			out.paging(max(n, out.Count))
+		}
+	case len(lds) == 0:
+		// Etsy omits aggregateRating on a listing nobody has reviewed yet.
+		out.paging(0)
+	}
+	return out, nil
+}
+
+// isoDate keeps a datePublished that is an ISO date or date-time.
+func isoDate(s string) *string {
+	s = strings.TrimSpace(s)
+	if _, err := time.Parse("2006-01-02", s); err == nil {
+		return &s
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return ptr(t.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// personName reads an author written as a Person object or a bare name.
+func personName(raw json.RawMessage) *string {
+	var p struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal(raw, &p) == nil && p.Name != "" {
+		return nonEmpty(p.Name)
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return nonEmpty(s)
+	}
+	return nil
+}
+
+// imageURLs reads a review's image: a URL, an ImageObject, or a list.
+func imageURLs(raw json.RawMessage) []string {
+	if len(raw) == 0 {
+		return nil
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) == nil {
+		var out []string
+		for _, v := range list {
+			out = append(out, imageURLs(v)...)
+		}
+		return out
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil && strings.HasPrefix(s, "https://") {
+		return []string{s}
+	}
+	var obj struct {
+		URL        string `json:"url"`
+		ContentURL string `json:"contentUrl"`
+	}
+	if json.Unmarshal(raw, &obj) == nil {
+		for _, u := range []string{obj.ContentURL, obj.URL} {
+			if strings.HasPrefix(u, "https://") {
+				return []string{u}
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,338 @@
+package klarna_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/meridian-data/meridian/shared/params"
+	"github.com/meridian-data/meridian/shared/registry"
+	"github.com/meridian-data/meridian/shared/schemas"
+	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/klarna"
+	"github.com/meridian-data/meridian/shared/upstream/adaptertest"
+	"github.com/meridian-data/meridian/shared/upstream/pages"
+	"github.com/meridian-data/meridian/shared/upstream/replay"
+)
+
+const endpoint = klarna.Endpoint
+
+// Service keys: they must reach the services and never a fault's reason.
+const (
+	zyteKey    = "zk-klarna-test-5d1e"
+	scraperKey = "sk-klarna-test-8a0c"
+)
+
+func direct(t *testing.T) *adaptertest.Upstream {
+	t.Helper()
+	return adaptertest.Start(t, pages.Direct(klarna.Site()), nil)
+}
+
+func zyte(t *testing.T) *adaptertest.Upstream {
+	t.Helper()
+	return adaptertest.StartWith(t, pages.Zyte(klarna.Site()), map[string]string{pages.ZyteKeySecret: zyteKey}, serviceOptions())
+}
+
+func scraperAPI(t *testing.T) *adaptertest.Upstream {
+	t.Helper()
+	return adaptertest.StartWith(t, pages.ScraperAPI(klarna.Site()), map[string]string{pages.ScraperAPIKeySecret: scraperKey}, serviceOptions())
+}
+
+// serviceOptions leave room for the services' own 15 s attempt timeout.
+func serviceOptions() upstream.Options {
+	o := adaptertest.Options
+	o.Timeout = 20 * o.AttemptTimeout
+	return o
+}
+
+func TestProductDirect(t *testing.T) {
+	u := direct(t)
+	p := u.Data(t, endpoint, "id=3201350617&category=94&region=us", "product-us")
+	if r := u.LastRequest(t); r.Path != "/us/shopping/pl/cl94/3201350617/" || len(r.Query) != 0 {
+		t.Fatalf("request %s %v", r.Path, r.Query)
+	}
+	if p["id"] != "3201350617" || p["title"] != "Sony WH-1000XM5" || p["platform"] != "shopping_comparison" || p["type"] != "product" ||
+		p["url"] != "https://www.klarna.com/us/shopping/pl/cl94/3201350617/Headphones/Sony-WH-1000XM5/" || p["article"] != "WH1000XM5/B" ||
+		p["retailers_count"] != 3.0 {
+		t.Fatalf("product: %v", p)
+	}
+	b := p["brand"].(map[string]any)
+	if b["id"] != "2317" || b["name"] != "Sony" || b["logo_url"] != "https://owp.klarna.com/brand/2317/sony.png" {
+		t.Errorf("brand %v", b)
+	}
+	if c := p["category"].(map[string]any); c["id"] != "cl94" || c["name"] != "Headphones" || c["url"] != "https://www.klarna.com/us/shopping/cl/cl94/Headphones/" {
+		t.Errorf("category %v", c)
+	}
+	if bc := p["breadcrumbs"].([]any); len(bc) != 2 || bc[0].(map[string]any)["name"] != "Sound & Vision" {
+		t.Errorf("breadcrumbs %v", bc)
+	}
+	if imgs := p["images"].([]any); len(imgs) != 2 || imgs[0] != "https://owp.klarna.com/product/640x640/3201350617/Sony-WH-1000XM5.jpg" {
+		t.Errorf("images (deduplicated) %v", imgs)
+	}
+	if r := p["rating"].(map[string]any); r["value"] != 4.6 || r["votes"] != 1243.0 || r["max"] != 5.0 {
+		t.Errorf("rating %v", r)
+	}
+	if r := p["rank"].(map[string]any); r["rank"] != 3.0 || r["category"] != "Headphones" {
+		t.Errorf("rank %v", r)
+	}
+	if in := p["installment"].(map[string]any); in["price"] != 30.58 || in["currency"] != "USD" || in["term_length"] != 12.0 ||
+		in["interest_rate"] != 0.0 || in["interval"] != "MONTH" {
+		t.Errorf("installment %v", in)
+	}
+	specs := p["specifications"].([]any)
+	if len(specs) != 5 {
+		t.Fatalf("specifications %v", specs)
+	}
+	if s := specs[3].(map[string]any); s["group"] != "Connectivity" || s["name"] != "Bluetooth Codecs" || s["value"] != "AAC, LDAC, SBC" {
+		t.Errorf("multi-valued row %v", s)
+	}
+	if s := specs[4].(map[string]any); s["value"] != "30 h" || s["description"] != "With noise cancelling on." {
+		t.Errorf("row with unit %v", s)
+	}
+}
+
+// The older layout (the cache inside __INITIAL_PROPS__) with looser types:
+// a numeric id, a brand as text, images as URLs, a bare rank, no ratings
+// yet, breadcrumbs only in JSON-LD and the merchant count on the product.
+func TestProductOlderLayoutUK(t *testing.T) {
+	u := direct(t)
+	p := u.Data(t, endpoint, "id=3208812345&category=cl27&region=uk", "product-uk")
+	if r := u.LastRequest(t); r.Path != "/uk/shopping/pl/cl27/3208812345/" {
+		t.Fatalf("path %s", r.Path)
+	}
+	if p["id"] != "3208812345" || p["description"] != nil || p["retailers_count"] != 5.0 || p["installment"] != nil || p["article"] != nil {
+		t.Fatalf("product %v", p)
+	}
+	if b := p["brand"].(map[string]any); b["name"] != "Lenovo" || b["id"] != nil {
+		t.Errorf("brand %v", b)
+	}
+	if r := p["rating"].(map[string]any); r["votes"] != 0.0 || r["value"] != nil || r["max"] != nil {
+		t.Errorf("no ratings yet: %v", r)
+	}
+	if r := p["rank"].(map[string]any); r["rank"] != 12.0 || r["category"] != "Laptops" {
+		t.Errorf("rank %v", r)
+	}
+	bc := p["breadcrumbs"].([]any)
+	if len(bc) != 2 || bc[1].(map[string]any)["url"] != "https://www.klarna.com/uk/shopping/cl/cl27/Laptops/" || bc[0].(map[string]any)["id"] != "t5" {
+		t.Errorf("JSON-LD breadcrumbs %v", bc)
+	}
+	if p["url"] != "https://www.klarna.com/uk/shopping/pl/cl27/3208812345/Laptops/Lenovo-IdeaPad-Slim-5-14-OLED/" {
+		t.Errorf("url %v", p["url"])
+	}
+	if s := p["specifications"].([]any)[1].(map[string]any); s["value"] != "16 GB" || s["group"] != "Memory" {
+		t.Errorf("spec %v", s)
+	}
+}
+
+// Without the cache the JSON-LD Product still gives a product; what only
+// the cache has stays null.
+func TestProductJSONLDOnly(t *testing.T) {
+	u := direct(t)
+	p := u.Data(t, endpoint, "id=3200000001&category=94", "product-jsonld-only")
+	if p["id"] != "3200000001" || p["title"] != "Bose QuietComfort Ultra Headphones" || p["article"] != "0017817846585" ||
+		p["retailers_count"] != nil || p["rank"] != nil || p["installment"] != nil || p["specifications"] != nil {
+		t.Fatalf("product %v", p)
+	}
+	if r := p["rating"].(map[string]any); r["value"] != 4.4 || r["votes"] != 388.0 || r["max"] != 5.0 {
+		t.Errorf("rating %v", r)
+	}
+	if len(p["breadcrumbs"].([]any)) != 2 || len(p["images"].([]any)) != 1 {
+		t.Errorf("breadcrumbs %v images %v", p["breadcrumbs"], p["images"])
+	}
+	// The category is the deepest category breadcrumb, its id the one its link carries.
+	if c := p["category"].(map[string]any); c["id"] != "cl94" || c["name"] != "Headphones" {
+		t.Errorf("category %v", c)
+	}
+}
+
+// Every route maps the same page to the same data.
+func TestProductServices(t *testing.T) {
+	want := golden(t, "product-us")
+	z := zyte(t)
+	same(t, z.Serve(t, endpoint, "id=3201350617&category=94&region=us"), want)
+	r := z.LastRequest(t)
+	var body map[string]any
+	if err := json.Unmarshal(r.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if r.Path != "/v1/extract" || body["url"] != "https://www.klarna.com/us/shopping/pl/cl94/3201350617/" || body["geolocation"] != "US" ||
+		body["httpResponseBody"] != true || !strings.HasPrefix(r.Header.Get("authorization"), "Basic ") {
+		t.Errorf("Zyte request %s %s", r.Path, r.Body)
+	}
+
+	s := scraperAPI(t)
+	same(t, s.Serve(t, endpoint, "id=3201350617&category=cl94"), want) // region defaults to us
+	q := s.LastRequest(t).Query
+	if q["url"][0] != "https://www.klarna.com/us/shopping/pl/cl94/3201350617/" || q["country_code"][0] != "us" || q["api_key"][0] != scraperKey ||
+		q["keep_headers"] != nil {
+		t.Errorf("ScraperAPI query %v", q)
+	}
+
+	uk := golden(t, "product-uk")
+	same(t, z.Serve(t, endpoint, "id=3208812345&category=27&region=gb"), uk)
+	if !bytes.Contains(z.LastRequest(t).Body, []byte(`"geolocation":"GB"`)) {
+		t.Errorf("uk geolocation: %s", z.LastRequest(t).Body)
+	}
+	same(t, s.Serve(t, endpoint, "id=3208812345&category=27&region=UK"), uk)
+	if q := s.LastRequest(t).Query; q["country_code"][0] != "gb" {
+		t.Errorf("uk country_code %v", q["country_code"])
+	}
+}
+
+// A challenge on the direct route fails over to the services, which fetch
+// the Swedish catalogue from Sweden.
+func TestBlockedFailsOver(t *testing.T) {
+	d := direct(t)
+	out := d.Fault(t, endpoint, "id=3201350617&category=94&region=se", upstream.Rejected)
+	if !strings.Contains(out.Fault.Reason, "challenge") {
+		t.Errorf("reason %q", out.Fault.Reason)
+	}
+
+	srv, err := replay.Load(adaptertest.FixturesDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, stop, err := srv.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stop() })
+	site := klarna.Site()
+	providers := []*upstream.Provider{pages.Direct(site), pages.Zyte(site), pages.ScraperAPI(site)}
+	values := map[string]string{pages.ZyteKeySecret: zyteKey, pages.ScraperAPIKeySecret: scraperKey}
+	for _, p := range providers {
+		values[p.BaseURLVar()] = base + "/" + p.Name
+	}
+	runner := upstream.NewRunner(providers, upstream.Settings{
+		Lookup:  func(k string) (string, bool) { v, ok := values[k]; return v, ok },
+		Options: serviceOptions(),
+	})
+	res := serve(t, runner, "id=3201350617&category=94&region=se")
+	if res.Fault != nil {
+		t.Fatalf("fault %v", res.Fault)
+	}
+	if err := schemas.Validate(endpoint, res.Data); err != nil {
+		t.Fatal(err)
+	}
+	p := res.Data.(klarna.Product)
+	if *p.Category.Name != "Hörlurar" || *p.Installment.Currency != "SEK" || *p.Installment.InterestRate != 19.95 ||
+		*p.URL != "https://www.klarna.com/se/shopping/pl/cl94/3201350617/Hörlurar/Sony-WH-1000XM5/" {
+		t.Fatalf("Swedish product %+v", p)
+	}
+	if res.Trace.ServedBy != pages.ZyteName {
+		t.Errorf("served by %q", res.Trace.ServedBy)
+	}
+}
+
+func TestNotFound(t *testing.T) {
+	d := direct(t)
+	d.Fault(t, endpoint, "id=3200000404&category=94", upstream.NotFound)
+	// A 200 page whose product query failed with the site's 404.
+	d.Fault(t, endpoint, "id=3200000405&category=94", upstream.NotFound)
+	zyte(t).Fault(t, endpoint, "id=3200000404&category=94", upstream.NotFound)
+	scraperAPI(t).Fault(t, endpoint, "id=3200000404&category=94", upstream.NotFound)
+}
+
+// A changed page is Malformed (502, refunded), never an empty success; the
+// reason names what is missing and the page size, never page content.
+func TestChangedShape(t *testing.T) {
+	d := direct(t)
+	for _, tc := range []struct{ query, want string }{
+		{"id=3200000002&category=94", "no product-detail-initial query with a product and no JSON-LD Product"},
+		{"id=3200000003&category=94", "initial_payload script is not a JSON object"},
+	} {
+		out := d.Fault(t, endpoint, tc.query, upstream.Malformed)
+		if !strings.Contains(out.Fault.Reason, tc.want) || !strings.Contains(out.Fault.Reason, "-byte page") ||
+			strings.Contains(out.Fault.Reason, "Sample") {
+			t.Errorf("%s: reason %q", tc.query, out.Fault.Reason)
+		}
+	}
+	out := zyte(t).Fault(t, endpoint, "id=3200000002&category=94", upstream.Malformed)
+	if strings.Contains(out.Fault.Reason, zyteKey) {
+		t.Errorf("key in reason %q", out.Fault.Reason)
+	}
+}
+
+// Parameters the site cannot take are the caller's (422 naming the field),
+// before any request.
+func TestInvalidParameters(t *testing.T) {
+	d := direct(t)
+	for _, tc := range []struct{ query, field string }{
+		{"id=3201350617&category=94&region=fr", "region"},
+		{"id=3201350617&category=94&region=xx", "region"},
+		{"id=sony-wh-1000xm5&category=94", "id"},
+		{"id=3201350617&category=laptops", "category"},
+	} {
+		before := len(d.Replay.Requests())
+		out := d.Fault(t, endpoint, tc.query, upstream.InvalidParameter)
+		if out.Fault.Field != tc.field {
+			t.Errorf("%s: field %q", tc.query, out.Fault.Field)
+		}
+		if len(d.Replay.Requests()) != before {
+			t.Errorf("%s: the site was asked", tc.query)
+		}
+	}
+}
+
+// Region names the catalogue's path and the services' country.
+func TestRegions(t *testing.T) {
+	d := direct(t)
+	for region, path := range map[string]string{
+		"us": "/us/shopping/", "UK": "/uk/shopping/", "gb": "/uk/shopping/", "se": "/se/shopping/", "de": "/de/shopping/",
+		"dk": "/dk/shopping/", "no": "/no/shopping/", "fi": "/fi/shopping/", "at": "/at/shopping/", "nl": "/nl/shopping/",
+	} {
+		d.Serve(t, endpoint, "id=3201350617&category=94&region="+region) // answered by the default fixture
+		if got := d.LastRequest(t).Path; got != path+"pl/cl94/3201350617/" {
+			t.Errorf("%s: path %s", region, got)
+		}
+	}
+	z := zyte(t)
+	z.Serve(t, endpoint, "id=3201350617&category=94&region=de") // the Zyte fallback fixture answers
+	if !bytes.Contains(z.LastRequest(t).Body, []byte(`"geolocation":"DE"`)) {
+		t.Errorf("de geolocation: %s", z.LastRequest(t).Body)
+	}
+}
+
+// ---- helpers ----
+
+func golden(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(adaptertest.FixturesDir(t), klarna.Name, "golden", name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func same(t *testing.T, out upstream.Outcome, want []byte) {
+	t.Helper()
+	if out.Fault != nil {
+		t.Fatalf("fault %v", out.Fault)
+	}
+	if err := schemas.Validate(endpoint, out.Data); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.MarshalIndent(out.Data, "", "  ")
+	if !bytes.Equal(append(got, '\n'), want) {
+		t.Fatalf("data differs from the direct route's golden\n got: %s\nwant: %s", got, want)
+	}
+}
+
+func serve(t *testing.T, r *upstream.Runner, query string) upstream.Outcome {
+	t.Helper()
+	e, _ := registry.Default().Endpoint(endpoint)
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, verr := params.Validate(e, q, nil)
+	if verr != nil {
+		t.Fatal(verr)
+	}
+	return r.Serve(context.Background(), endpoint, res.Values)
+}

@@ -1,0 +1,255 @@
+package kohls_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/meridian-data/meridian/shared/params"
+	"github.com/meridian-data/meridian/shared/registry"
+	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/kohls"
+	"github.com/meridian-data/meridian/shared/upstream/adaptertest"
+	"github.com/meridian-data/meridian/shared/upstream/pages"
+	"github.com/meridian-data/meridian/shared/upstream/replay"
+)
+
+const endpoint = "retailer_a/search"
+
+// target is the public URL every route fetches for the default query.
+const target = "https://www.kohls.com/search.jsp?PPP=120&search=winter+coat&submit-search=web-regular"
+
+func TestDirectSearch(t *testing.T) {
+	u := adaptertest.Start(t, pages.Direct(kohls.Site()), nil)
+	data := u.Data(t, endpoint, "query=winter+coat", "search-default")
+	req := u.LastRequest(t)
+	if req.Path != "/search.jsp" {
+		t.Fatalf("path %s", req.Path)
+	}
+	wantQuery(t, req.Query, map[string]string{"search": "winter coat", "submit-search": "web-regular", "PPP": "120"}, "WS", "S")
+	if req.Header.Get("user-agent") == "" || !strings.Contains(req.Header.Get("accept"), "text/html") {
+		t.Fatalf("not a browser's navigation: %v", req.Header)
+	}
+
+	if data["count"] != 4.0 || data["total"] != 1342.0 || data["has_more"] != true || data["cursor"] != "2" ||
+		data["page"] != 1.0 || data["query"] != "winter coat" {
+		t.Fatalf("list fields: %v", data)
+	}
+	sorts := data["sorts"].([]any)
+	if len(sorts) != 6 {
+		t.Fatalf("sorts %v", sorts)
+	}
+	if s := sorts[0].(map[string]any); s["id"] != "1" || s["name"] != "Featured" || s["active"] != true {
+		t.Fatalf("first sort %v", s)
+	}
+	if s := sorts[3].(map[string]any); s["id"] != "4" || s["active"] != false {
+		t.Fatalf("fourth sort %v", s)
+	}
+	if rel := data["related_searches"].([]any); len(rel) != 3 || rel[0] != "womens winter coats" {
+		t.Fatalf("related %v", rel)
+	}
+
+	items := adaptertest.Items(t, data)
+	sale := items[0]
+	if sale["id"] != "6123457" || sale["platform"] != "retailer_a" || sale["currency"] != "USD" || sale["type"] != "product" ||
+		sale["url"] != "https://www.kohls.com/product/prd-6123457/womens-sonoma-goods-for-life-hooded-puffer-coat.jsp" ||
+		sale["price"] != 54.99 || sale["regular_price"] != 110.0 || sale["price_max"] != nil || sale["price_type"] != "sale" ||
+		sale["colors_count"] != 3.0 || len(sale["colors"].([]any)) != 3 || sale["coupon_eligible"] != true ||
+		sale["ships"] != true || sale["pickup"] != false || sale["sponsored"] != false || sale["variations"] != "Color" {
+		t.Fatalf("sale item: %v", sale)
+	}
+	if r := sale["rating"].(map[string]any); r["value"] != 4.4 || r["max"] != 5.0 || r["votes"] != 318.0 {
+		t.Fatalf("rating %v", r)
+	}
+	clearance := items[1]
+	if clearance["price"] != 47.99 || clearance["price_max"] != 55.99 || clearance["price_type"] != "clearance" ||
+		clearance["regular_price"] != 120.0 || clearance["coupon_eligible"] != false || clearance["pickup"] != true {
+		t.Fatalf("clearance item: %v", clearance)
+	}
+	regular := items[2]
+	if regular["sponsored"] != true || regular["price"] != 90.0 || regular["price_type"] != "regular" {
+		t.Fatalf("sponsored regular item: %v", regular)
+	}
+	if r := regular["rating"].(map[string]any); r["value"] != nil || r["votes"] != 0.0 {
+		t.Fatalf("unrated item: rating %v; want value null, votes 0", r)
+	}
+	// A price the site hides until checkout is unknown, never 0.
+	hidden := items[3]
+	if hidden["price"] != nil || hidden["price_max"] != nil || hidden["regular_price"] != 200.0 ||
+		hidden["colors"] != nil || hidden["colors_count"] != nil || hidden["rating"] != nil {
+		t.Fatalf("suppressed-price item: %v", hidden)
+	}
+}
+
+// Each optional parameter reaches the site in its own form: page and limit
+// as the offset WS and page size PPP, sort as S.
+func TestParameterMapping(t *testing.T) {
+	u := adaptertest.Start(t, pages.Direct(kohls.Site()), nil)
+	data := u.Data(t, endpoint, "query=winter+coat&page=2&limit=2&sort=4", "search-page2-sorted")
+	wantQuery(t, u.LastRequest(t).Query, map[string]string{"search": "winter coat", "PPP": "2", "WS": "2", "S": "4"})
+	if data["page"] != 2.0 || data["count"] != 2.0 || data["total"] != 5.0 || data["has_more"] != true || data["cursor"] != "3" {
+		t.Fatalf("page 2: %v", data)
+	}
+	for _, s := range data["sorts"].([]any) {
+		s := s.(map[string]any)
+		if (s["id"] == "4") != (s["active"] == true) {
+			t.Fatalf("sort %v: only 4 is active", s)
+		}
+	}
+	if rel := data["related_searches"].([]any); len(rel) != 1 || rel[0] != "wool coat" {
+		t.Fatalf("related searches as objects: %v", rel)
+	}
+	if it := adaptertest.Items(t, data)[1]; it["price"] != 29.99 || it["price_max"] != 35.99 {
+		t.Fatalf("price range %v", it)
+	}
+}
+
+func TestEmptySearch(t *testing.T) {
+	u := adaptertest.Start(t, pages.Direct(kohls.Site()), nil)
+	data := u.Data(t, endpoint, "query=zzqx+nothing", "search-empty")
+	if items, ok := data["items"].([]any); !ok || len(items) != 0 {
+		t.Fatalf("items %v; want an empty list", data["items"])
+	}
+	if data["count"] != 0.0 || data["total"] != 0.0 || data["has_more"] != false || data["cursor"] != nil {
+		t.Fatalf("empty search: %v", data)
+	}
+}
+
+// A page without the embedded result fails typed, naming what is missing
+// and the page's size, never its content.
+func TestChangedPageShape(t *testing.T) {
+	u := adaptertest.Start(t, pages.Direct(kohls.Site()), nil)
+	out := u.Fault(t, endpoint, "query=changed+shape", upstream.Malformed)
+	r := out.Fault.Reason
+	if !strings.Contains(r, "pmpSearchJsonData") || !strings.Contains(r, "-byte page") || strings.Contains(r, "searchResults") {
+		t.Fatalf("reason %q", r)
+	}
+}
+
+func TestNotFound(t *testing.T) {
+	u := adaptertest.Start(t, pages.Direct(kohls.Site()), nil)
+	u.Fault(t, endpoint, "query=retired+page", upstream.NotFound)
+}
+
+func TestBlockedDirect(t *testing.T) {
+	u := adaptertest.Start(t, pages.Direct(kohls.Site()), nil)
+	out := u.Fault(t, endpoint, "query=blocked+coat", upstream.Rejected)
+	if !strings.Contains(out.Fault.Reason, "block or challenge") {
+		t.Fatalf("reason %q", out.Fault.Reason)
+	}
+}
+
+func TestZyteRoute(t *testing.T) {
+	u := adaptertest.Start(t, pages.Zyte(kohls.Site()), nil)
+	data := u.Data(t, endpoint, "query=winter+coat", "kohls-search")
+	var body map[string]any
+	if err := json.Unmarshal(u.LastRequest(t).Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if body["url"] != target || body["geolocation"] != "US" || body["httpResponseBody"] != true {
+		t.Fatalf("Zyte API request %v", body)
+	}
+	if data["count"] != 4.0 || adaptertest.Items(t, data)[0]["id"] != "6123457" {
+		t.Fatalf("data %v", data)
+	}
+}
+
+func TestScraperAPIRoute(t *testing.T) {
+	u := adaptertest.Start(t, pages.ScraperAPI(kohls.Site()), nil)
+	data := u.Data(t, endpoint, "query=winter+coat", "kohls-search")
+	q := u.LastRequest(t).Query
+	if first(q, "url") != target || first(q, "country_code") != "us" {
+		t.Fatalf("ScraperAPI request %v", q)
+	}
+	if data["count"] != 4.0 || adaptertest.Items(t, data)[3]["regular_price"] != 200.0 {
+		t.Fatalf("data %v", data)
+	}
+}
+
+// The routes in the integrator's order: a block on the site fails over to
+// Zyte API, a Zyte ban to ScraperAPI, and a block everywhere fails typed.
+func TestFailover(t *testing.T) {
+	site := kohls.Site()
+	runner := chain(t, pages.Direct(site), pages.Zyte(site), pages.ScraperAPI(site))
+
+	out := serve(t, runner, "query=blocked+coat")
+	if out.Fault != nil || out.Trace.ServedBy != pages.ZyteName {
+		t.Fatalf("blocked direct: served by %q, fault %v", out.Trace.ServedBy, out.Fault)
+	}
+	if l := out.Trace.Legs[0]; l.ServedBy != kohls.Name || l.Fault != upstream.Rejected || l.Status != 403 {
+		t.Fatalf("direct leg %+v", l)
+	}
+
+	out = serve(t, runner, "query=banned+coat")
+	if out.Fault != nil || out.Trace.ServedBy != pages.ScraperAPIName {
+		t.Fatalf("Zyte ban: served by %q, fault %v", out.Trace.ServedBy, out.Fault)
+	}
+	if data := out.Data.(kohls.Result); data.Count != 1 || data.Items[0].ID != "5987012" {
+		t.Fatalf("ScraperAPI data %+v", data)
+	}
+
+	out = serve(t, runner, "query=walled+coat")
+	if out.Fault == nil || out.Fault.Kind != upstream.Rejected || len(out.Trace.Legs) != 3 {
+		t.Fatalf("blocked everywhere: fault %v, legs %+v", out.Fault, out.Trace.Legs)
+	}
+}
+
+// chain serves the fixtures to several providers at once, in route order.
+func chain(t *testing.T, providers ...*upstream.Provider) *upstream.Runner {
+	t.Helper()
+	srv, err := replay.Load(adaptertest.FixturesDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, stop, err := srv.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stop() })
+	values := map[string]string{}
+	for _, p := range providers {
+		values[p.BaseURLVar()] = base + "/" + p.Name
+		for _, s := range p.Secrets {
+			values[s.Name] = upstream.ReplaySecret
+		}
+	}
+	lookup := func(k string) (string, bool) { v, ok := values[k]; return v, ok }
+	return upstream.NewRunner(providers, upstream.Settings{Lookup: lookup, Options: adaptertest.Options})
+}
+
+func serve(t *testing.T, r *upstream.Runner, query string) upstream.Outcome {
+	t.Helper()
+	e, _ := registry.Default().Endpoint(endpoint)
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, verr := params.Validate(e, q, nil)
+	if verr != nil {
+		t.Fatal(verr)
+	}
+	return r.Serve(context.Background(), endpoint, res.Values)
+}
+
+func wantQuery(t *testing.T, got map[string][]string, want map[string]string, absent ...string) {
+	t.Helper()
+	for k, v := range want {
+		if first(got, k) != v {
+			t.Errorf("query %s = %q; want %q (query %v)", k, first(got, k), v, got)
+		}
+	}
+	for _, k := range absent {
+		if _, ok := got[k]; ok {
+			t.Errorf("query has %s (%v)", k, got)
+		}
+	}
+}
+
+func first(q map[string][]string, k string) string {
+	if len(q[k]) == 0 {
+		return ""
+	}
+	return q[k][0]
+}

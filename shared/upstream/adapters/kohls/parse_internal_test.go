@@ -1,0 +1,43 @@
+package kohls
+
+import (
+	"testing"
+
+	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/pages"
+)
+
+// The catalog API's form of the same result (nested under "payload", a
+// single price object, numeric sku ids) maps the same way.
+func TestParseCatalogJSON(t *testing.T) {
+	body := `{"offset":0,"count":1,"limit":120,"payload":{"searchTerm":"boots","autoCorrectedTerm":"boot",
+		"totalRecordsCount":1,"relatedSearchTerms":["snow boots"],"sorts":[{"ID":1,"name":"Featured","active":true}],
+		"products":[{"webID":"7000001","productTitle":"Boot","seoURL":"/product/prd-7000001/boot.jsp",
+		"skuIds":[91234567890123456789,"000123"],"sponsoredData":null,
+		"prices":{"isCurrentPrice":true,"regularPrice":{"minPrice":50,"maxPrice":70},"regularPriceType":"Original"}}]}}`
+	c := &upstream.Call{Params: map[string]string{"query": "boots"}}
+	v, err := parseSearch(c, &pages.Page{Status: 200, Body: []byte(body)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := v.(Result)
+	if r.Query != "boot" || r.Count != 1 || r.HasMore == nil || *r.HasMore || r.Cursor != nil || len(r.Sorts) != 1 || r.Sorts[0].ID != "1" {
+		t.Fatalf("result %+v", r)
+	}
+	it := r.Items[0]
+	if it.ID != "7000001" || len(it.SKUIDs) != 2 || it.SKUIDs[0] != "91234567890123456789" || it.SKUIDs[1] != "000123" ||
+		*it.Price != 50 || *it.PriceMax != 70 || *it.PriceType != "original" || *it.Sponsored {
+		t.Fatalf("item %+v", it)
+	}
+}
+
+// A product without its id is a changed shape, not a row to invent.
+func TestParseProductWithoutID(t *testing.T) {
+	body := `{"totalRecordsCount":1,"products":[{"productTitle":"Boot"}]}`
+	c := &upstream.Call{Params: map[string]string{"query": "boots"}}
+	_, err := parseSearch(c, &pages.Page{Status: 200, Body: []byte(body)})
+	f, ok := err.(*upstream.Fault)
+	if !ok || f.Kind != upstream.Malformed {
+		t.Fatalf("err %v", err)
+	}
+}
