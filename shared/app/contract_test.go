@@ -767,7 +767,7 @@ func TestContractBatch(t *testing.T) {
 	t.Run("mixed items", func(t *testing.T) {
 		r := env.exchange(t, batch(`{"requests": [
 			{"platform": "company_registry", "endpoint": "search", "params": {"query": "acme", "limit": 2}},
-			{"platform": "marketplace_a", "endpoint": "search", "params": {"query": "lamp"}},
+			{"platform": "travel_booking", "endpoint": "search-attractions", "params": {}},
 			{"platform": "code_host", "endpoint": "profile", "params": {"handle": "sample-missing"}},
 			{"platform": "company_registry", "endpoint": "search", "params": {"query": "acme", "qery": "x"}},
 			{"platform": "app_store_b", "endpoint": "categories", "params": {"dry_run": true}},

@@ -183,9 +183,9 @@ func TestMCPToolsSayWhetherTheyAreAvailable(t *testing.T) {
 		t.Errorf("the fixture serves some tools and not others: %v", seen)
 	}
 	// An unavailable tool answers as its description says.
-	if res, env := call(t, session, "marketplace_a__search", map[string]any{"query": "lamp"}); !res.IsError ||
+	if res, env := call(t, session, "travel_booking__search-attractions", map[string]any{}); !res.IsError ||
 		env["error"].(map[string]any)["type"] != "ENDPOINT_NOT_AVAILABLE" {
-		t.Errorf("marketplace_a__search: %v", env)
+		t.Errorf("travel_booking__search-attractions: %v", env)
 	}
 }
 
@@ -304,7 +304,7 @@ func TestMCPResultsConformToTheOutputSchemas(t *testing.T) {
 		{"invalid value", session, "company_registry__search", map[string]any{"query": "acme", "limit": 1000}, "INVALID_PARAMETERS"},
 		{"nested object", session, "company_registry__search", map[string]any{"query": map[string]any{"name": "acme"}}, "INVALID_PARAMETERS"},
 		{"arguments not an object", session, "company_registry__search", "acme", "INVALID_PARAMETERS"},
-		{"no route here", session, "marketplace_a__search", map[string]any{"query": "kettle"}, "ENDPOINT_NOT_AVAILABLE"},
+		{"no route here", session, "travel_booking__search-attractions", map[string]any{}, "ENDPOINT_NOT_AVAILABLE"},
 		{"no such record", session, "code_host__profile", map[string]any{"handle": "sample-missing"}, "RESOURCE_NOT_FOUND"},
 		{"source failure", session, "code_host__profile", map[string]any{"handle": "sample-500"}, "UPSTREAM_ERROR"},
 		{"key limit", limited, "microblog_a__search", map[string]any{"query": "golang"}, "KEY_LIMIT_EXCEEDED"},

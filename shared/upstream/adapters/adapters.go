@@ -5,6 +5,7 @@ package adapters
 
 import (
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/aliexpress"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/atproto"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/companieshouse"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/etsy"
@@ -31,6 +32,7 @@ func All() []*upstream.Provider {
 		youtube.Provider(),
 		github.Provider(),
 		etsy.Provider(),
+		aliexpress.Provider(), // the affiliate API, with the operator's app credentials
 	)
 	sites := Sites()
 	for _, s := range sites {
@@ -41,5 +43,5 @@ func All() []*upstream.Provider {
 
 // Sites are the sites read from their public pages, built fresh.
 func Sites() []*pages.Site {
-	return []*pages.Site{etsy.Site(), kohls.Site(), klarna.Site()}
+	return []*pages.Site{etsy.Site(), kohls.Site(), klarna.Site(), aliexpress.Site()}
 }
