@@ -6,6 +6,7 @@ package adapters
 import (
 	"github.com/meridian-data/meridian/shared/upstream"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/aliexpress"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/amazon"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/atproto"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/companieshouse"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/etsy"
@@ -43,5 +44,5 @@ func All() []*upstream.Provider {
 
 // Sites are the sites read from their public pages, built fresh.
 func Sites() []*pages.Site {
-	return []*pages.Site{etsy.Site(), kohls.Site(), klarna.Site(), aliexpress.Site()}
+	return []*pages.Site{etsy.Site(), kohls.Site(), klarna.Site(), aliexpress.Site(), amazon.Site()}
 }
