@@ -53,7 +53,9 @@ var (
 		Name: "paid",
 		Why: "Reserve (BatchGetItem, TransactWriteItems of Update and Put), Settle (UpdateItem), " +
 			"Refund (BatchGetItem, GetItem, TransactWriteItems); CacheGet/CachePut (GetItem, PutItem); " +
-			"FairUseUsed/AddFairUse (GetItem, PutItem); dry runs read the account and key (GetItem)",
+			"FairUseUsed/AddFairUse (GetItem, PutItem); dry runs read the account and key (GetItem); " +
+			"TakeAllowance before each attempt of a provider with a monthly allowance (conditional UpdateItem ADD), " +
+			"AllowanceUsed for a limited-capacity endpoint's dry run and catalogue entry (GetItem)",
 		Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"},
 	}
 	// UseIdempotency is Idempotency-Key on direct GETs under /v1 (not the
@@ -67,7 +69,8 @@ var (
 	UseAccounts = TableUse{
 		Name: "accounts",
 		Why: "CreateAccount, Grant, CreateKey, SetKeyStatus (GetItem, TransactWriteItems of Put and Update); " +
-			"UpdateKey (UpdateItem); Keys, Ledger, OutcomesSince for /v1/status (Query); AccountByConsoleToken (GetItem)",
+			"UpdateKey (UpdateItem); Keys, Ledger, OutcomesSince for /v1/status (Query); AccountByConsoleToken (GetItem); " +
+			"the catalogue's capacity of limited-capacity endpoints (AllowanceUsed: GetItem)",
 		Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"},
 	}
 	// UseWorker is the worker's SQS messages and its scheduled run.

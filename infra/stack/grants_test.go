@@ -36,6 +36,7 @@ import (
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/meridian-data/meridian/infra/stack"
@@ -264,6 +265,23 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
+// requireAllowanceCounters fails unless the replay took allowance units
+// (TakeAllowance wrote a counter), so its UpdateItem was checked above.
+func (f *fixture) requireAllowanceCounters(t *testing.T) {
+	t.Helper()
+	out, err := f.client(nil).Scan(context.Background(), &dynamodb.ScanInput{
+		TableName:                 aws.String(f.table),
+		FilterExpression:          aws.String("begins_with(pk, :p)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: "allowance#"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Count == 0 {
+		t.Error("no allowance counter was written: the replay never took an allowance unit")
+	}
+}
+
 // capturingQueue keeps what it is sent; it refuses the first send, so the
 // emitter also writes and later drains the outbox.
 type capturingQueue struct {
@@ -355,7 +373,15 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stopReplay()
-	noSecrets := func(string) (string, bool) { return "", false }
+	// No credentials (replay stands in), and a monthly allowance on every
+	// provider, so every routed call takes a unit (TakeAllowance) under the
+	// function's policy, as a limited-capacity route does in production.
+	noSecrets := func(name string) (string, bool) {
+		if strings.HasSuffix(name, "_ALLOWANCE") {
+			return "1000000", true
+		}
+		return "", false
+	}
 
 	const adminToken = "op-infra-test"
 	var emitted []queue.Message
@@ -516,6 +542,9 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 			// The outbox was written (the first send was refused) and drained.
 			c.flush()
 			compareGrants(t, string(family), rec)
+			if family == registry.Commerce || family == registry.Batch || family == registry.MCP {
+				f.requireAllowanceCounters(t)
+			}
 			q.mu.Lock()
 			emitted = append(emitted, q.msgs...)
 			q.mu.Unlock()

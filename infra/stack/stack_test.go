@@ -486,7 +486,7 @@ var (
 // The exact policy of every function, written out: a change to what a
 // function may do shows up here.
 var wantPolicies = map[string]policyWant{
-	"commerce":  {table: tableAll, queue: send},
+	"commerce":  {table: tableAll, queue: send, secret: true},
 	"social":    {table: tableAll, queue: send, secret: true},
 	"media":     {table: tableAll, queue: send, secret: true},
 	"apps":      {table: tableAll, queue: send},
@@ -629,7 +629,7 @@ func TestSecretReaders(t *testing.T) {
 			t.Errorf("%s reads the secret without a reason", fn)
 		}
 	}
-	want := []string{"social", "media", "knowledge", "bundle", "search", "service", "batch", "mcp"}
+	want := []string{"commerce", "social", "media", "knowledge", "bundle", "search", "service", "batch", "mcp"}
 	if !equalStrings(got, want) {
 		t.Errorf("secret readers %v, want %v", got, want)
 	}
@@ -651,14 +651,14 @@ func TestSecretReaders(t *testing.T) {
 	if secret.Properties["GenerateSecretString"] != nil || secret.Properties["SecretString"] != "{}" {
 		t.Errorf("upstream secret %v, want SecretString {} and no generator", secret.Properties)
 	}
-	for _, fn := range []string{"service", "social"} {
+	for _, fn := range []string{"service", "social", "commerce"} {
 		id := imported.functionID(t, fn)
 		env := imported.template.Resources[id].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
 		if env["MERIDIAN_UPSTREAM_SECRET"] != "meridian/dev/upstream" {
 			t.Errorf("%s: imported secret env %v", fn, env["MERIDIAN_UPSTREAM_SECRET"])
 		}
 	}
-	for _, fn := range []string{"commerce", "apps", "places", "web", "sandbox", stack.WorkerName} {
+	for _, fn := range []string{"apps", "places", "web", "sandbox", stack.WorkerName} {
 		id := dev.functionID(t, fn)
 		env := dev.template.Resources[id].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
 		if _, has := env["MERIDIAN_UPSTREAM_SECRET"]; has {

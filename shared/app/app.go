@@ -113,11 +113,17 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 	fairUse, _ := deps.Store.(store.FairUse)
 	outcomes, _ := deps.Store.(store.Outcomes)
 	var urlPolicy *upstream.URLPolicy
-	if deps.Upstream != nil {
-		urlPolicy = deps.Upstream.URLPolicy()
+	runner := deps.Upstream
+	if runner != nil {
+		urlPolicy = runner.URLPolicy()
+		// Scarce providers' monthly allowances are counted in the store,
+		// shared by every account and instance.
+		if allow, ok := deps.Store.(store.Allowances); ok {
+			runner = runner.WithAllowances(allow)
+		}
 	}
 	return pipeline.Config{
-		Upstream:      deps.Upstream,
+		Upstream:      runner,
 		URLPolicy:     urlPolicy,
 		Events:        deps.Events,
 		DataSchemas:   schemas.For,

@@ -116,6 +116,11 @@ func NewUpstream(logger *slog.Logger, lookup func(string) (string, bool), replay
 		if v, ok := lookup(p.BaseURLVar()); ok && strings.HasPrefix(v, "http://") && len(p.Secrets) > 0 && replayURL == "" {
 			logger.Warn("an upstream base URL is plain http: its credentials travel unencrypted", "variable", p.BaseURLVar())
 		}
+		if limit, limited, err := upstream.AllowanceOf(p, lookup); err != nil {
+			logger.Warn("ignoring a malformed upstream allowance", "variable", p.AllowanceVar(), "error", err.Error())
+		} else if limited {
+			logger.Info("upstream monthly allowance", "provider", p.Name, "attempts", limit)
+		}
 	}
 	r := upstream.NewRunner(providers, upstream.Settings{Lookup: lookup, ReplayURL: replayURL})
 	wired := r.Endpoints()

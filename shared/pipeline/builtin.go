@@ -16,18 +16,18 @@ import (
 // index serves GET /v1 (the API index) and /v1/{platform} (a platform's
 // endpoints), both from the registry; a platform's entries say which of
 // them this deployment can serve.
-func (p *Pipeline) index(_ context.Context, c *Call) (any, *envelope.Error) {
+func (p *Pipeline) index(ctx context.Context, c *Call) (any, *envelope.Error) {
 	if c.Endpoint.Platform != "" {
-		return p.platformIndex(c.Endpoint.Platform), nil
+		return p.platformIndex(ctx, c.Endpoint.Platform), nil
 	}
 	return apiIndex(p.cfg.Registry), nil
 }
 
-func (p *Pipeline) platformIndex(platform string) map[string]any {
+func (p *Pipeline) platformIndex(ctx context.Context, platform string) map[string]any {
 	entries := []registry.Entry{}
 	for _, e := range p.cfg.Registry.Live() {
 		if e.Platform == platform && e.Kind == registry.Data {
-			entries = append(entries, p.entry(e))
+			entries = append(entries, p.entry(ctx, e))
 		}
 	}
 	return map[string]any{"platform": platform, "count": len(entries), "items": entries}

@@ -8,9 +8,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/registry"
+	"github.com/meridian-data/meridian/shared/upstream"
 )
 
 // The discovery endpoints of spec 4.2, all free, all read from the registry.
@@ -35,7 +37,7 @@ const keyPlaceholder = "YOUR_API_KEY"
 func (p *Pipeline) discoveryHandlers(reg *registry.Registry) map[string]Handler {
 	baseURL := p.baseURL
 	return map[string]Handler{
-		"utility/endpoints": func(_ context.Context, c *Call) (any, *envelope.Error) {
+		"utility/endpoints": func(ctx context.Context, c *Call) (any, *envelope.Error) {
 			want, filtered := c.Params.Values["available"]
 			items := []registry.Entry{}
 			for _, e := range catalogue(reg, c.Params.Values["platform"]) {
@@ -46,7 +48,7 @@ func (p *Pipeline) discoveryHandlers(reg *registry.Registry) map[string]Handler 
 					!strings.Contains(strings.ToLower(e.Key()+" "+e.Name+" "+e.Description), q) {
 					continue
 				}
-				entry := p.entry(e)
+				entry := p.entry(ctx, e)
 				if filtered && entry.Available != (want == "true") {
 					continue
 				}
@@ -54,13 +56,13 @@ func (p *Pipeline) discoveryHandlers(reg *registry.Registry) map[string]Handler 
 			}
 			return map[string]any{"items": items, "count": len(items)}, nil
 		},
-		"utility/endpoint": func(_ context.Context, c *Call) (any, *envelope.Error) {
+		"utility/endpoint": func(ctx context.Context, c *Call) (any, *envelope.Error) {
 			e, err := lookupEndpoint(reg, c.Params.Values["id"], c.Params.Values["url"])
 			if err != nil {
 				return nil, err
 			}
 			src, _ := p.firstCalls("")
-			out := map[string]any{"endpoint": p.entry(e), "request": example(src, e, baseURL(c.Request))}
+			out := map[string]any{"endpoint": p.entry(ctx, e), "request": example(src, e, baseURL(c.Request))}
 			if p.cfg.DataSchemas != nil {
 				if schema, ok := p.cfg.DataSchemas(e.Key()); ok {
 					out["data_schema"] = json.RawMessage(schema)
@@ -68,7 +70,7 @@ func (p *Pipeline) discoveryHandlers(reg *registry.Registry) map[string]Handler 
 			}
 			return out, nil
 		},
-		"utility/quickstart": func(_ context.Context, c *Call) (any, *envelope.Error) {
+		"utility/quickstart": func(ctx context.Context, c *Call) (any, *envelope.Error) {
 			platform := c.Params.Values["platform"]
 			src, available := p.firstCalls(platform)
 			e := quickstart(src, platform)
@@ -78,7 +80,7 @@ func (p *Pipeline) discoveryHandlers(reg *registry.Registry) map[string]Handler 
 			}
 			base := baseURL(c.Request)
 			out := map[string]any{
-				"endpoint":  p.entry(e),
+				"endpoint":  p.entry(ctx, e),
 				"available": available,
 				"next":      "GET /v1/utility/endpoints?available=true lists the endpoints this deployment serves; add dry_run=1 to a call of one of them for a free estimate.",
 			}
@@ -104,8 +106,8 @@ func (p *Pipeline) discoveryHandlers(reg *registry.Registry) map[string]Handler 
 			out["message"] = msg
 			return out, nil
 		},
-		"utility/llms": func(_ context.Context, c *Call) (any, *envelope.Error) {
-			doc := p.llmsCatalogue(c.Params.Values["platform"], baseURL(c.Request))
+		"utility/llms": func(ctx context.Context, c *Call) (any, *envelope.Error) {
+			doc := p.llmsCatalogue(ctx, c.Params.Values["platform"], baseURL(c.Request))
 			if c.Params.Values["format"] == "json" {
 				return doc, nil
 			}
@@ -115,9 +117,32 @@ func (p *Pipeline) discoveryHandlers(reg *registry.Registry) map[string]Handler 
 }
 
 // entry is e's catalogue entry in this deployment.
-func (p *Pipeline) entry(e *registry.Endpoint) registry.Entry {
+func (p *Pipeline) entry(ctx context.Context, e *registry.Endpoint) registry.Entry {
 	out := e.Entry()
 	out.Available = p.available(e)
+	if e.LimitedCapacity {
+		out.Capacity = p.capacity(ctx, e)
+	}
+	return out
+}
+
+// capacity is what is left of a limited-capacity endpoint's shared monthly
+// allowance: one store read per route with an allowance, so only those
+// endpoints pay for it. Remaining stays null when it cannot be known; the
+// available flag keeps meaning "a route is configured".
+func (p *Pipeline) capacity(ctx context.Context, e *registry.Endpoint) *registry.Capacity {
+	if p.cfg.Upstream == nil {
+		return &registry.Capacity{ResetsAt: upstream.NextMonth(p.cfg.Now()).Format(time.RFC3339)}
+	}
+	c, err := p.cfg.Upstream.Capacity(ctx, e.Key())
+	out := &registry.Capacity{ResetsAt: c.ResetsAt.Format(time.RFC3339)}
+	if err != nil {
+		p.cfg.Logger.Warn("capacity not read", "endpoint", e.Key(), "error", err.Error())
+		return out
+	}
+	if c.Bounded {
+		out.Remaining, out.Exhausted = &c.Remaining, c.Remaining == 0
+	}
 	return out
 }
 
@@ -357,7 +382,7 @@ type llmsDoc struct {
 	sandbox map[string]string
 }
 
-func (p *Pipeline) llmsCatalogue(platform, base string) llmsDoc {
+func (p *Pipeline) llmsCatalogue(ctx context.Context, platform, base string) llmsDoc {
 	doc := llmsDoc{
 		BaseURL: base + "/v1",
 		Auth: map[string]any{
@@ -375,7 +400,7 @@ func (p *Pipeline) llmsCatalogue(platform, base string) llmsDoc {
 	}
 	doc.sandbox = map[string]string{}
 	for _, e := range catalogue(p.cfg.Registry, platform) {
-		doc.Endpoints = append(doc.Endpoints, p.entry(e))
+		doc.Endpoints = append(doc.Endpoints, p.entry(ctx, e))
 		if e.Kind == registry.Data {
 			doc.sandbox[e.Key()] = e.SandboxPath()
 		}

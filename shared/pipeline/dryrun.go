@@ -1,5 +1,7 @@
 package pipeline
 
+import "github.com/meridian-data/meridian/shared/registry"
+
 // dryRunData is the body of a dry run (spec 4): a zero-credit estimate
 // that fetches nothing, runs no AI and reserves nothing.
 type dryRunData struct {
@@ -17,6 +19,9 @@ type dryRunData struct {
 	CreditsRemaining *int64  `json:"credits_remaining"`
 	KeyCreditLimit   *int64  `json:"key_credit_limit"`
 	KeyCreditsUsed   *int64  `json:"key_credits_used"`
+	// Capacity, on a limited-capacity endpoint, says whether its shared
+	// monthly allowance remains (as in the catalogue); a cache hit needs none.
+	Capacity *registry.Capacity `json:"capacity,omitempty"`
 }
 
 func (p *Pipeline) dryRun(x *exchange, c *Call, cu cacheUse) dryRunData {
@@ -24,6 +29,9 @@ func (p *Pipeline) dryRun(x *exchange, c *Call, cu cacheUse) dryRunData {
 	d := dryRunData{DryRun: true, CreditCost: e.Cost, EstimatedCredits: e.Cost, Cache: cu.status}
 	if cu.hit != nil {
 		d.EstimatedCredits = 0
+	}
+	if e.LimitedCapacity {
+		d.Capacity = p.capacity(x.r.Context(), e)
 	}
 	yes := true
 	if p.cfg.Store == nil {

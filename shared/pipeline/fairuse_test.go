@@ -64,7 +64,7 @@ func testFairUseCeiling(t *testing.T, newBilled billedFactory) {
 		t.Errorf("after 31 days: %d", r.code)
 	}
 	// Unmetered endpoints carry no fair-use headers.
-	if r := b.call("/v1/marketplace_a/search?query=a"); r.header.Get("x-fairuse-limit") != "" {
+	if r := b.call("/v1/microblog_b/search-posts?query=a"); r.header.Get("x-fairuse-limit") != "" {
 		t.Error("an unmetered endpoint")
 	}
 }
@@ -103,7 +103,7 @@ func TestFairUseDegraded(t *testing.T) {
 		r.header.Get("retry-after") == "" || r.header.Get("x-fairuse-degraded") != "true" || b.calls.Load() != 0 {
 		t.Fatalf("%d %v %s", r.code, r.header, r.raw)
 	}
-	if r := b.call("/v1/marketplace_a/search?query=a"); r.code != 200 {
+	if r := b.call("/v1/microblog_b/search-posts?query=a"); r.code != 200 {
 		t.Errorf("unmetered endpoints are unaffected: %d", r.code)
 	}
 }

@@ -22,6 +22,11 @@ func (p *Pipeline) upstreamHandler(key string) Handler {
 			p.cfg.Logger.Warn("upstream failed", "request_id", c.RequestID, "endpoint", key,
 				"fault", string(out.Fault.Kind), "upstream_status", out.Fault.Status, "reason", out.Fault.Reason)
 		}
+		if out.AllowanceErr != nil {
+			// Failed closed: a scarce route is not called uncounted.
+			p.cfg.Logger.Error("upstream allowance not taken", "request_id", c.RequestID, "endpoint", key,
+				"error", out.AllowanceErr.Error())
+		}
 		return nil, out.Error()
 	}
 }

@@ -13,7 +13,8 @@ import (
 // collects those choices.
 
 // metered is the default 30-day fair-use ceiling of upstream attempts for
-// an endpoint whose upstreams are scarce (browser sessions, fan-outs):
+// an endpoint whose upstreams are scarce (browser sessions, fan-outs,
+// pages fetched through paid web-unblocking services):
 // generous for any real workload, a stop for runaway loops.
 const metered = 20_000
 
@@ -45,7 +46,7 @@ var (
 
 var commerce = []Endpoint{
 	{
-		Platform: "marketplace_a", ID: "search", Family: Commerce, Kind: Data, Cost: 3, Origin: SpecListed,
+		Platform: "marketplace_a", ID: "search", Family: Commerce, Kind: Data, Cost: 3, Origin: SpecListed, FairUse: metered,
 		Name: "Marketplace A product search", Description: "Search products on global consumer marketplace A; 20 results per page.",
 		Params: []Param{
 			queryParam,
@@ -62,7 +63,7 @@ var commerce = []Endpoint{
 		Ordered: []Order{{Low: "min_price", High: "max_price"}},
 	},
 	{
-		Platform: "marketplace_a", ID: "similar", Family: Commerce, Kind: Data, Cost: 3, Origin: SpecListed, LimitedCapacity: true,
+		Platform: "marketplace_a", ID: "similar", Family: Commerce, Kind: Data, Cost: 3, Origin: SpecListed, LimitedCapacity: true, FairUse: metered,
 		Name: "Marketplace A similar products", Description: "Products similar to a given product or query. Limited capacity: availability depends on small shared monthly allowances.",
 		Params: []Param{
 			P("product_id", String, "Product id or product URL.").Len(2048).Ex("1005006123456789").OnHosts(marketplaceAHosts...),
@@ -73,7 +74,7 @@ var commerce = []Endpoint{
 		AnyOf: [][]string{{"product_id", "query"}},
 	},
 	{
-		Platform: "retailer_a", ID: "search", Family: Commerce, Kind: Data, Cost: 3, Origin: SpecListed,
+		Platform: "retailer_a", ID: "search", Family: Commerce, Kind: Data, Cost: 3, Origin: SpecListed, FairUse: metered,
 		Name: "Retailer A product search", Description: "Search the department-store retailer's catalogue.",
 		Params: []Param{
 			queryParam.Ex("winter coat"),
@@ -83,7 +84,7 @@ var commerce = []Endpoint{
 		},
 	},
 	{
-		Platform: "craft_market", ID: "reviews", Family: Commerce, Kind: Data, Cost: 4, Origin: SpecListed,
+		Platform: "craft_market", ID: "reviews", Family: Commerce, Kind: Data, Cost: 4, Origin: SpecListed, FairUse: metered,
 		Name: "Craft market reviews", Description: "Reviews of a handmade-goods listing or its shop; 8 per page.",
 		Params: []Param{
 			P("id", String, "Listing id or listing URL.").Req().Len(2048).Ex("1234567890").OnHosts(craftMarketHosts...),
@@ -94,7 +95,7 @@ var commerce = []Endpoint{
 		},
 	},
 	{
-		Platform: "marketplace_b", ID: "deals", Family: Commerce, Kind: Data, Cost: 5, Origin: SpecListed,
+		Platform: "marketplace_b", ID: "deals", Family: Commerce, Kind: Data, Cost: 5, Origin: SpecListed, FairUse: metered,
 		Name: "Marketplace B deals", Description: "Current deals on global consumer marketplace B.",
 		Params: []Param{
 			countryParam.Named("country", "Marketplace country (two-letter code).").Def("GB").Ex("GB"),
@@ -112,7 +113,7 @@ var commerce = []Endpoint{
 		},
 	},
 	{
-		Platform: "shopping_comparison", ID: "product", Family: Commerce, Kind: Data, Cost: 3, Origin: SpecListed,
+		Platform: "shopping_comparison", ID: "product", Family: Commerce, Kind: Data, Cost: 3, Origin: SpecListed, FairUse: metered,
 		Name: "Shopping comparison product", Description: "One product with specifications, retailers and instalment terms.",
 		Params: []Param{
 			P("id", String, "Product id as returned by search.").Req().Len(200).Ex("3201350617"),

@@ -42,6 +42,26 @@ type Entry struct {
 	// /v1. The registry knows no deployment: Entry leaves it false and the
 	// pipeline, which holds the handler table, sets it.
 	Available bool `json:"available"`
+	// Capacity is a limited-capacity endpoint's shared monthly allowance
+	// as this deployment counts it now; the pipeline sets it, only for
+	// those endpoints.
+	Capacity *Capacity `json:"capacity,omitempty"`
+}
+
+// Capacity is what is left of a limited-capacity endpoint's shared
+// monthly allowance (spec 2.4): it can end before account credits do.
+type Capacity struct {
+	// Remaining is the live fetches left this month across accounts; null
+	// when unknown or unbounded (no allowance on some route, or the count
+	// could not be read).
+	Remaining *int64 `json:"remaining"`
+	// ResetsAt is when the allowance resets: the start of the next
+	// calendar month, UTC (RFC 3339).
+	ResetsAt string `json:"resets_at"`
+	// Exhausted: nothing remains, so a live fetch is refused with 429
+	// UPSTREAM_ERROR (details.reason capacity_exhausted) until ResetsAt;
+	// a cached answer still serves.
+	Exhausted bool `json:"exhausted"`
 }
 
 // Entry describes e for catalogues; Available is the pipeline's to set.

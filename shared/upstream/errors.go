@@ -16,9 +16,22 @@ import (
 func (o Outcome) Error() *envelope.Error {
 	f := o.Fault
 	if f == nil || (o.Skipped > 0 && !f.Kind.definitive()) {
-		if o.Skipped > 0 {
+		// The shortest wait wins: a resting route, then a store that could
+		// not count an allowance, then a spent one (next month).
+		switch {
+		case o.Skipped > 0:
 			return withRetryAfter(envelope.New(envelope.UpstreamError, http.StatusServiceUnavailable,
 				"The source is in a short cooldown after repeated failures and was not called; retry after the retry-after wait.", nil), o.Skipped)
+		case o.AllowanceErr != nil:
+			return withRetryAfter(envelope.New(envelope.UpstreamError, http.StatusServiceUnavailable,
+				"This endpoint's shared monthly capacity cannot be checked right now, so the source was not called; retry after the retry-after wait.",
+				map[string]any{"reason": "capacity_unavailable"}), AllowanceRetry)
+		case !o.CapacityReset.IsZero():
+			// Spec 7: an exhausted upstream rate limit is 429.
+			resets := o.CapacityReset.UTC().Format(time.RFC3339)
+			return withRetryAfter(envelope.New(envelope.UpstreamError, http.StatusTooManyRequests,
+				"This endpoint's shared monthly capacity is used up; it resets at "+resets+".",
+				map[string]any{"reason": "capacity_exhausted", "resets_at": resets}), o.CapacityWait)
 		}
 		return envelope.New(envelope.EndpointNotAvailable, http.StatusNotImplemented,
 			"No live data source is configured for this endpoint.", nil)
@@ -48,6 +61,11 @@ func (o Outcome) Error() *envelope.Error {
 	return envelope.New(envelope.UpstreamError, http.StatusBadGateway,
 		"The source failed to answer; retry with backoff.", nil)
 }
+
+// AllowanceRetry is the wait a call asks for when the allowance store
+// failed: the route was not called rather than called uncounted, since a
+// scarce route's overuse costs money the count exists to bound.
+const AllowanceRetry = 30 * time.Second
 
 // URLRefusal is the caller's error for a URL parameter the policy refuses.
 func URLRefusal(field string, err error) *envelope.Error {

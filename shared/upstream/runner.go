@@ -3,8 +3,10 @@ package upstream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -89,10 +91,30 @@ type route struct {
 	baseURL  string
 	secrets  map[string]string
 	timeout  time.Duration
+	// limited routes take one unit of their provider's monthly allowance
+	// before each attempt (when the runner has an Allowances store).
+	limited   bool
+	allowance int64
 
 	mu       sync.Mutex
 	failures int       // consecutive unhealthy attempts
 	until    time.Time // end of the cooldown
+	// spent is the month whose allowance this process saw used up: the
+	// count only grows within a month, so the route is passed over without
+	// asking the store again until the month changes.
+	spent string
+}
+
+func (r *route) spentIn(month string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.spent == month
+}
+
+func (r *route) markSpent(month string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.spent = month
 }
 
 func (r *route) cooldownLeft(now time.Time) time.Duration {
@@ -130,6 +152,8 @@ type Runner struct {
 	routes map[string][]*route
 	client *http.Client
 	public *URLPolicy
+	// allow counts the monthly allowances; nil enforces none.
+	allow Allowances
 }
 
 // Settings say where providers live and which credentials are present.
@@ -146,6 +170,9 @@ type Settings struct {
 	Client *http.Client
 	// URLPolicy guards caller-supplied URLs; nil is DefaultURLPolicy.
 	URLPolicy *URLPolicy
+	// Allowances keep providers' shared monthly allowances (the store);
+	// nil enforces none (WithAllowances adds it later).
+	Allowances Allowances
 }
 
 // ReplaySecret stands in for credentials in replay mode.
@@ -163,7 +190,7 @@ func NewRunner(providers []*Provider, s Settings) *Runner {
 	if s.URLPolicy == nil {
 		s.URLPolicy = DefaultURLPolicy()
 	}
-	r := &Runner{opts: s.Options.withDefaults(), routes: map[string][]*route{}, client: s.Client, public: s.URLPolicy}
+	r := &Runner{opts: s.Options.withDefaults(), routes: map[string][]*route{}, client: s.Client, public: s.URLPolicy, allow: s.Allowances}
 	for _, p := range providers {
 		base, secrets, ok := configure(p, s)
 		if !ok {
@@ -173,13 +200,49 @@ func NewRunner(providers []*Provider, s Settings) *Runner {
 		if timeout <= 0 {
 			timeout = r.opts.AttemptTimeout
 		}
+		// A malformed override keeps the declared allowance (NewUpstream in
+		// shared/app logs it).
+		allowance, limited, _ := AllowanceOf(p, s.Lookup)
 		for key, adapter := range p.Endpoints {
 			r.routes[key] = append(r.routes[key], &route{
 				provider: p, endpoint: key, adapter: adapter, baseURL: base, secrets: secrets, timeout: timeout,
+				limited: limited, allowance: allowance,
 			})
 		}
 	}
 	return r
+}
+
+// AllowanceOf is p's monthly allowance as configured: AllowanceVar when
+// set ("unlimited" lifts it, "0" allows no attempt), else p.Allowance;
+// limited is false when there is none. A value that is neither is an
+// error, and the declared allowance stands.
+func AllowanceOf(p *Provider, lookup func(string) (string, bool)) (limit int64, limited bool, err error) {
+	limit, limited = p.Allowance, p.Allowance > 0
+	v, set := "", false
+	if lookup != nil {
+		v, set = lookup(p.AllowanceVar())
+	}
+	switch v = strings.TrimSpace(v); {
+	case !set || v == "":
+		return limit, limited, nil
+	case strings.EqualFold(v, "unlimited"):
+		return 0, false, nil
+	}
+	n, perr := strconv.ParseInt(v, 10, 64)
+	if perr != nil || n < 0 {
+		// The value is not quoted: variables may come from the secret.
+		return limit, limited, fmt.Errorf("%s: want a whole number of attempts a month, or unlimited", p.AllowanceVar())
+	}
+	return n, true, nil
+}
+
+// WithAllowances is the runner enforcing allowances counted in a: the same
+// routes (and their health), so every family in a process shares them.
+func (r *Runner) WithAllowances(a Allowances) *Runner {
+	c := *r
+	c.allow = a
+	return &c
 }
 
 // configure reads a provider's base URL and secrets; ok is false when a
@@ -256,6 +319,14 @@ type Outcome struct {
 	Fault   *Fault
 	Trace   Trace
 	Skipped time.Duration
+	// CapacityReset, when a route was passed over because its provider's
+	// monthly allowance is spent, is when it resets (the next month), and
+	// CapacityWait how long that is from the call.
+	CapacityReset time.Time
+	CapacityWait  time.Duration
+	// AllowanceErr is the store's error when a route's allowance could
+	// not be taken: the route was not called (fail closed).
+	AllowanceErr error
 }
 
 // Serve runs an endpoint over its routes: each route in order unless it is
@@ -274,11 +345,24 @@ func (r *Runner) Serve(ctx context.Context, endpoint string, params map[string]s
 			}
 			continue
 		}
-		data, fault, leg := r.tryRoute(ctx, rt, params, r.reserveFor(routes[i+1:]))
+		data, fault, leg, gate := r.tryRoute(ctx, rt, params, r.reserveFor(routes[i+1:]))
+		if leg.Attempts == 0 {
+			// Not called: passed over like a resting route.
+			if gate.err != nil && out.AllowanceErr == nil {
+				out.AllowanceErr = gate.err
+			}
+			if gate.spent {
+				now := r.opts.Now()
+				out.CapacityReset = NextMonth(now)
+				out.CapacityWait = out.CapacityReset.Sub(now)
+			}
+			continue
+		}
 		out.Trace.Legs = append(out.Trace.Legs, leg)
 		out.Trace.Attempts += leg.Attempts
 		if fault == nil {
 			out.Data, out.Fault, out.Skipped = data, nil, 0
+			out.CapacityReset, out.CapacityWait, out.AllowanceErr = time.Time{}, 0, nil
 			out.Trace.ServedBy = leg.ServedBy
 			return out
 		}
@@ -301,22 +385,96 @@ func (r *Runner) reserveFor(later []*route) time.Duration {
 	var d time.Duration
 	now := r.opts.Now()
 	for _, rt := range later {
-		if rt.cooldownLeft(now) <= 0 {
+		if rt.cooldownLeft(now) <= 0 && !rt.spentIn(Month(now)) {
 			d += rt.timeout
 		}
 	}
 	return d
 }
 
-// tryRoute makes up to MaxAttempts attempts of one route and records the
-// call's outcome in the route's health, unless the caller went away.
-func (r *Runner) tryRoute(ctx context.Context, rt *route, params map[string]string, reserve time.Duration) (any, *Fault, Leg) {
+// gate is why a route's next attempt was not made: its allowance is spent,
+// or the store could not take a unit (err).
+type gate struct {
+	spent bool
+	err   error
+}
+
+func (g gate) closed() bool { return g.spent || g.err != nil }
+
+// take takes one unit of the route's allowance for the next attempt.
+func (r *Runner) take(ctx context.Context, rt *route) gate {
+	if !rt.limited || r.allow == nil {
+		return gate{}
+	}
+	now := r.opts.Now()
+	month := Month(now)
+	if rt.allowance <= 0 || rt.spentIn(month) {
+		return gate{spent: true}
+	}
+	_, ok, err := r.allow.TakeAllowance(ctx, rt.provider.Name, month, rt.allowance, now)
+	switch {
+	case err != nil:
+		return gate{err: fmt.Errorf("take the %s allowance: %w", rt.provider.Name, err)}
+	case !ok:
+		rt.markSpent(month)
+		return gate{spent: true}
+	}
+	return gate{}
+}
+
+// Capacity is what remains this month of an endpoint's allowances.
+type Capacity struct {
+	// Bounded: every eligible route has an allowance and the runner
+	// enforces them, so Remaining (the sum over the routes) is exact as
+	// of now. Otherwise it is unknown or unbounded.
+	Bounded   bool
+	Remaining int64
+	ResetsAt  time.Time
+}
+
+// Capacity reads the allowances left to an endpoint's eligible routes: one
+// store read per route with an allowance.
+func (r *Runner) Capacity(ctx context.Context, endpoint string) (Capacity, error) {
+	now := r.opts.Now()
+	c := Capacity{ResetsAt: NextMonth(now)}
+	routes := r.routes[endpoint]
+	if len(routes) == 0 || r.allow == nil {
+		return c, nil
+	}
+	for _, rt := range routes {
+		if !rt.limited {
+			return c, nil
+		}
+	}
+	for _, rt := range routes {
+		if rt.allowance <= 0 {
+			continue
+		}
+		used, err := r.allow.AllowanceUsed(ctx, rt.provider.Name, Month(now), now)
+		if err != nil {
+			return c, fmt.Errorf("read the %s allowance: %w", rt.provider.Name, err)
+		}
+		c.Remaining += max(0, rt.allowance-used)
+	}
+	c.Bounded = true
+	return c, nil
+}
+
+// tryRoute makes up to MaxAttempts attempts of one route, each taking a
+// unit of its allowance first, and records the call's outcome in the
+// route's health, unless the caller went away or no attempt was made. The
+// gate says why an attempt was not made for the allowance.
+func (r *Runner) tryRoute(ctx context.Context, rt *route, params map[string]string, reserve time.Duration) (any, *Fault, Leg, gate) {
 	leg := Leg{ServedBy: rt.provider.Name}
 	var data any
 	var last *Fault
+	var g gate
 	for attempt := 1; attempt <= r.opts.MaxAttempts; attempt++ {
 		if attempt > 1 && !r.backoff(ctx, attempt, last, rt.timeout/2+reserve) {
 			break
+		}
+		if g = r.take(ctx, rt); g.closed() {
+			break // a retry keeps the fault it had
 		}
 		leg.Attempts++
 		data, last = r.attempt(ctx, rt, params)
@@ -329,10 +487,10 @@ func (r *Runner) tryRoute(ctx context.Context, rt *route, params map[string]stri
 			break
 		}
 	}
-	if !errors.Is(ctx.Err(), context.Canceled) {
+	if leg.Attempts > 0 && !errors.Is(ctx.Err(), context.Canceled) {
 		rt.record(last, r.opts.Now(), r.opts)
 	}
-	return data, last, leg
+	return data, last, leg, g
 }
 
 // attempt runs the adapter once under the attempt timeout.

@@ -36,6 +36,12 @@ type Provider struct {
 	AttemptTimeout time.Duration
 	// Static providers answer without a network call and never fail over.
 	Static bool
+	// Allowance is the provider's monthly allowance of attempts, shared by
+	// every account and instance and counted across all its endpoints
+	// (retries included) from the start of each calendar month UTC: a
+	// scarce source (spec 2.4, "limited capacity"). Zero means none.
+	// MERIDIAN_UPSTREAM_<NAME>_ALLOWANCE overrides it (AllowanceVar).
+	Allowance int64
 	// Endpoints maps endpoint keys (platform/id) to adapters, in the order
 	// of preference among this provider's endpoints (irrelevant); an
 	// endpoint's route order is the order of providers in the list given
@@ -54,6 +60,29 @@ type Secret struct {
 // BaseURLVar is the variable that overrides a provider's base URL.
 func (p *Provider) BaseURLVar() string {
 	return "MERIDIAN_UPSTREAM_" + strings.ToUpper(p.Name) + "_URL"
+}
+
+// AllowanceVar is the variable that overrides a provider's monthly
+// allowance: a whole number of attempts, 0 for none at all.
+func (p *Provider) AllowanceVar() string {
+	return "MERIDIAN_UPSTREAM_" + strings.ToUpper(p.Name) + "_ALLOWANCE"
+}
+
+// Allowances keep the shared monthly counters of providers with an
+// allowance (store.Allowances, in the store both stores implement).
+type Allowances interface {
+	TakeAllowance(ctx context.Context, name, month string, limit int64, now time.Time) (used int64, ok bool, err error)
+	AllowanceUsed(ctx context.Context, name, month string, now time.Time) (int64, error)
+}
+
+// Month is the calendar month (UTC) an allowance counts t in, "YYYY-MM".
+func Month(t time.Time) string { return t.UTC().Format("2006-01") }
+
+// NextMonth is when the allowances counted at t reset: the start of the
+// next calendar month UTC.
+func NextMonth(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month()+1, 1, 0, 0, 0, 0, time.UTC)
 }
 
 // Adapter performs one attempt of an endpoint over its provider: it makes

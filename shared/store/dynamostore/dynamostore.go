@@ -21,6 +21,7 @@
 //	outcomes     outcomes#<minute>     <platform>     requests N, errors N, h0..hN N, expires_at N
 //	outbox       outbox#<n>            <nanos>#<id>   id, body B, created_at, expires_at N (outbox.go)
 //	outbox id    outboxid#<id>         outboxid       msg_pk, msg_sk, expires_at N
+//	allowance    allowance#<provider>#<YYYY-MM>  allowance  n N, expires_at N (allowance.go)
 //
 // Times are RFC 3339 strings (nanoseconds, UTC). Ids come from the store
 // package: account ids are "acct_" + 24 lowercase base32 characters (120

@@ -55,7 +55,7 @@ func Open(dir string) (*Store, error) {
 	err = db.Update(func(tx *bolt.Tx) error {
 		leased := tx.Bucket(bLeases) != nil
 		for _, b := range [][]byte{bAccounts, bConsole, bKeys, bKeyHash, bLedger, bReservations, bLeases, bCache, bIdempotency,
-			bLimits, bFairUse, bOutcomes, bOutcomeMarks, bOutcomeExpiry, bOutbox, bOutboxIDs} {
+			bLimits, bFairUse, bOutcomes, bOutcomeMarks, bOutcomeExpiry, bOutbox, bOutboxIDs, bAllowances} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -767,6 +767,62 @@ func (s *Store) AddFairUse(ctx context.Context, accountID, endpoint string, atte
 }
 
 var _ store.FairUse = (*Store)(nil)
+
+var bAllowances = []byte("allowances") // provider name \x00 month -> allowanceCount
+
+type allowanceCount struct {
+	N         int64     `json:"n"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// TakeAllowance checks and counts in one write transaction, so concurrent
+// takes never pass the limit.
+func (s *Store) TakeAllowance(ctx context.Context, name, month string, limit int64, now time.Time) (int64, bool, error) {
+	exp, err := store.CheckAllowance(name, month, limit, now)
+	if err != nil {
+		return 0, false, err
+	}
+	var used int64
+	var ok bool
+	err = s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bAllowances)
+		c, err := get[allowanceCount](b, join(name, month))
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		if used = c.N; used >= limit {
+			return nil
+		}
+		used, ok = used+1, true
+		return put(b, join(name, month), allowanceCount{N: used, ExpiresAt: exp})
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	return used, ok, nil
+}
+
+func (s *Store) AllowanceUsed(ctx context.Context, name, month string, now time.Time) (int64, error) {
+	exp, err := store.AllowanceExpiry(month)
+	if err != nil || name == "" {
+		return 0, store.ErrInvalid
+	}
+	if !now.Before(exp) {
+		return 0, nil
+	}
+	var used int64
+	err = s.view(ctx, func(tx *bolt.Tx) error {
+		c, err := get[allowanceCount](tx.Bucket(bAllowances), join(name, month))
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		used = c.N
+		return err
+	})
+	return used, err
+}
+
+var _ store.Allowances = (*Store)(nil)
 
 var (
 	bOutcomes = []byte("outcomes") // zero-padded Unix minute \x00 platform -> minute stats

@@ -51,6 +51,8 @@ func Run(t *testing.T, newStore Factory) {
 		"ExpiredReservations":           testExpiredReservations,
 		"Outbox":                        testOutbox,
 		"OutcomesOncePerRequest":        testOutcomesOncePerRequest,
+		"Allowance":                     testAllowance,
+		"ConcurrentAllowance":           testConcurrentAllowance,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -1753,5 +1755,128 @@ func testOutcomesOncePerRequest(t *testing.T, s store.Store) {
 	}
 	if n, _ := requests(after); n != 1 {
 		t.Errorf("%d requests counted after the window, want 1", n)
+	}
+}
+
+func allowances(t *testing.T, s store.Store) store.Allowances {
+	t.Helper()
+	a, ok := s.(store.Allowances)
+	if !ok {
+		t.Fatal("the store does not implement store.Allowances")
+	}
+	return a
+}
+
+func testAllowance(t *testing.T, s store.Store) {
+	a := allowances(t, s)
+	now := time.Date(2026, 11, 30, 23, 59, 59, 0, time.UTC)
+	month := store.AllowanceMonth(now)
+	if month != "2026-11" {
+		t.Fatalf("month %q", month)
+	}
+	name := unique("provider")
+	take := func(limit int64, at time.Time, m string) (int64, bool) {
+		t.Helper()
+		used, ok, err := a.TakeAllowance(ctx, name, m, limit, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return used, ok
+	}
+	if u, err := a.AllowanceUsed(ctx, name, month, now); err != nil || u != 0 {
+		t.Fatalf("nothing used yet: %d %v", u, err)
+	}
+	for i := int64(1); i <= 3; i++ {
+		if used, ok := take(3, now, month); !ok || used != i {
+			t.Fatalf("take %d: used %d ok %v", i, used, ok)
+		}
+	}
+	if used, ok := take(3, now, month); ok || used != 3 {
+		t.Fatalf("past the limit: used %d ok %v", used, ok)
+	}
+	if u, _ := a.AllowanceUsed(ctx, name, month, now); u != 3 {
+		t.Errorf("a refusal counts nothing: %d", u)
+	}
+	// A raised limit (operator configuration) lets more through.
+	if used, ok := take(4, now, month); !ok || used != 4 {
+		t.Errorf("raised limit: used %d ok %v", used, ok)
+	}
+	// A limit of 0 takes nothing.
+	if used, ok := take(0, now, month); ok || used != 4 {
+		t.Errorf("limit 0: used %d ok %v", used, ok)
+	}
+	// The next month starts from nothing; providers count apart.
+	next := now.Add(time.Second)
+	if store.AllowanceMonth(next) != "2026-12" {
+		t.Fatal("next month")
+	}
+	if used, ok := take(3, next, store.AllowanceMonth(next)); !ok || used != 1 {
+		t.Errorf("a new month: used %d ok %v", used, ok)
+	}
+	if u, _ := a.AllowanceUsed(ctx, unique("provider"), month, now); u != 0 {
+		t.Errorf("another provider: %d", u)
+	}
+	// Last month stays readable through this month, then it is gone
+	// (expiry checked on read), and can no longer be taken from.
+	if u, _ := a.AllowanceUsed(ctx, name, month, next.AddDate(0, 0, 30)); u != 4 {
+		t.Errorf("last month's use, a month on: %d", u)
+	}
+	gone := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	if u, err := a.AllowanceUsed(ctx, name, month, gone); err != nil || u != 0 {
+		t.Errorf("an expired month reads 0: %d %v", u, err)
+	}
+	if _, _, err := a.TakeAllowance(ctx, name, month, 10, gone); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("taking from an expired month: %v", err)
+	}
+	for _, bad := range []struct {
+		name, month string
+		limit       int64
+	}{{"", month, 1}, {name, "2026-13", 1}, {name, "november", 1}, {name, month, -1}} {
+		if _, _, err := a.TakeAllowance(ctx, bad.name, bad.month, bad.limit, now); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("TakeAllowance(%q, %q, %d): %v, want ErrInvalid", bad.name, bad.month, bad.limit, err)
+		}
+	}
+}
+
+// testConcurrentAllowance races many takes on a small limit: exactly the
+// limit succeed, each sees a distinct count, and the counter ends at it.
+func testConcurrentAllowance(t *testing.T, s store.Store) {
+	a := allowances(t, s)
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	month := store.AllowanceMonth(now)
+	name := unique("provider")
+	const n, limit = 40, 7
+	var ok, refused atomic.Int64
+	seen := make([]atomic.Int64, limit+1)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			used, took, err := a.TakeAllowance(ctx, name, month, limit, now)
+			switch {
+			case err != nil:
+				t.Error(err)
+			case took && used >= 1 && used <= limit:
+				ok.Add(1)
+				seen[used].Add(1)
+			case !took && used == limit:
+				refused.Add(1)
+			default:
+				t.Errorf("used %d, took %v", used, took)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != limit || refused.Load() != n-limit {
+		t.Fatalf("%d took, %d refused; want %d and %d", ok.Load(), refused.Load(), limit, n-limit)
+	}
+	for i := 1; i <= limit; i++ {
+		if seen[i].Load() != 1 {
+			t.Errorf("count %d seen %d times", i, seen[i].Load())
+		}
+	}
+	if u, err := a.AllowanceUsed(ctx, name, month, now); err != nil || u != limit {
+		t.Errorf("used %d %v, want %d", u, err, limit)
 	}
 }
