@@ -46,7 +46,8 @@ func errorDetailsSchema() obj {
 		"description":          "Keys per error type (spec 7); every key is optional and others may appear.",
 		"additionalProperties": true,
 		"properties": obj{
-			"reason":              obj{"type": "string", "description": "Why, in one word: missing_api_key, invalid_api_key, query_string_key_rejected, invalid_key_attempts, rate_limit, concurrency_limit, idempotency_in_progress, out_of_range, not_allowed, ..."},
+			"reason":              obj{"type": "string", "description": "Why, in one word: missing_api_key, invalid_api_key, query_string_key_rejected, invalid_key_attempts, rate_limit, concurrency_limit, idempotency_in_progress, out_of_range, not_allowed, wrong_host, capacity_exhausted, ..."},
+			"resets_at":           obj{"type": "string", "format": "date-time", "description": "capacity_exhausted: when the shared monthly allowance resets."},
 			"field":               obj{"type": "string", "description": "The parameter or header at fault."},
 			"message":             obj{"type": "string"},
 			"unknown_parameters":  strs,
@@ -139,6 +140,15 @@ func dryRunSchema() obj {
 			"credits_remaining": obj{"type": []any{"integer", "null"}},
 			"key_credit_limit":  obj{"type": []any{"integer", "null"}},
 			"key_credits_used":  obj{"type": []any{"integer", "null"}},
+			"capacity": obj{
+				"type":        "object",
+				"description": "Limited-capacity endpoints only: the shared monthly allowance of live fetches.",
+				"properties": obj{
+					"remaining": obj{"type": []any{"integer", "null"}, "description": "Live fetches left this month across accounts; null when unknown or unbounded."},
+					"resets_at": obj{"type": "string", "format": "date-time"},
+					"exhausted": obj{"type": "boolean", "description": "true: a live fetch answers 429 UPSTREAM_ERROR (capacity_exhausted) until resets_at; a cached answer still serves."},
+				},
+			},
 		},
 	}
 }
