@@ -167,52 +167,10 @@ func (c *canary) checkURLs(ctx context.Context, e *registry.Endpoint, values map
 	return nil
 }
 
-// exampleRequest is the request discovery shows for e (the unexported
-// exampleCall of shared/pipeline/discovery.go, whose value choice this
-// repeats): every required parameter and the first member of each any-of
-// group, with its declared example; parameters named in the endpoint's
-// path template go to the path.
+// exampleRequest is the request discovery shows for e (registry's
+// Example): parameters named in the endpoint's path template go to the path.
 func exampleRequest(e *registry.Endpoint) (params.Query, map[string]string) {
-	q := params.Query{}
-	path := map[string]string{}
-	for _, p := range e.Accepted() {
-		switch {
-		case strings.Contains(e.ID, "{"+p.Name+"}"):
-			path[p.Name] = exampleValue(p)
-		case p.Required:
-			q.Set(p.Name, exampleValue(p))
-		}
-	}
-	for _, group := range e.AnyOf {
-		if p, ok := e.Lookup(group[0]); ok {
-			q.Set(p.Name, exampleValue(p))
-		}
-	}
-	return q, path
-}
-
-// exampleValue is a parameter's example, as discovery picks it.
-func exampleValue(p *registry.Param) string {
-	switch {
-	case p.Example != "":
-		return p.Example
-	case p.Default != "":
-		return p.Default
-	case len(p.Enum) > 0:
-		return p.Enum[0]
-	case p.Type == registry.Integer || p.Type == registry.Number:
-		if p.Min != nil {
-			return strconv.FormatFloat(*p.Min, 'f', -1, 64)
-		}
-		return "1"
-	case p.Type == registry.Boolean:
-		return "true"
-	case p.Type == registry.Date:
-		return "2026-12-01"
-	case p.Type == registry.URL:
-		return "https://example.com/"
-	}
-	return "example"
+	return e.Example()
 }
 
 // plainJSON is data as the envelope would carry it: decoded JSON.

@@ -251,19 +251,9 @@ func example(src endpointSource, e *registry.Endpoint, base string) exampleReque
 // twin) with every required parameter and the first member of each any-of
 // group, set to their declared examples.
 func exampleCall(e *registry.Endpoint, base, path string) exampleRequest {
-	q := url.Values{}
-	for _, p := range e.Accepted() {
-		if p.Required && !inTemplate(e, p.Name) {
-			q.Set(p.Name, exampleValue(p))
-		}
-	}
-	for _, group := range e.AnyOf {
-		if p, ok := e.Lookup(group[0]); ok {
-			q.Set(p.Name, exampleValue(p))
-		}
-	}
-	for _, p := range e.Accepted() {
-		path = strings.ReplaceAll(path, "{"+p.Name+"}", url.PathEscape(exampleValue(p)))
+	q, ids := e.Example()
+	for name, v := range ids {
+		path = strings.ReplaceAll(path, "{"+name+"}", url.PathEscape(v))
 	}
 	target := base + path
 	if len(q) > 0 {
@@ -273,33 +263,6 @@ func exampleCall(e *registry.Endpoint, base, path string) exampleRequest {
 		Method: e.HTTPMethod(), URL: target, Headers: map[string]string{"x-api-key": keyPlaceholder},
 		Curl: "curl -s '" + target + "' -H 'x-api-key: " + keyPlaceholder + "'",
 	}
-}
-
-func inTemplate(e *registry.Endpoint, name string) bool {
-	return strings.Contains(e.ID, "{"+name+"}")
-}
-
-func exampleValue(p *registry.Param) string {
-	switch {
-	case p.Example != "":
-		return p.Example
-	case p.Default != "":
-		return p.Default
-	case len(p.Enum) > 0:
-		return p.Enum[0]
-	case p.Type == registry.Integer || p.Type == registry.Number:
-		if p.Min != nil {
-			return strconv.FormatFloat(*p.Min, 'f', -1, 64)
-		}
-		return "1"
-	case p.Type == registry.Boolean:
-		return "true"
-	case p.Type == registry.Date:
-		return "2026-12-01"
-	case p.Type == registry.URL:
-		return "https://example.com/"
-	}
-	return "example"
 }
 
 // quickstart picks the cheapest data endpoint of src (of a platform),
