@@ -167,6 +167,21 @@ func apiReviews(ctx context.Context, c *upstream.Call) (any, error) {
 		out.Items = append(out.Items, item)
 	}
 	out.Count = len(out.Items)
+
+	// Whether there are reviews at all: total counts the filtered ones.
+	reviewed := out.RatingDistribution["All"] > 0 || (out.Total != nil && *out.Total > 0)
+	if out.Count > 0 {
+		out.warn(warnAPIAuthor)
+	}
+	if reviewed {
+		out.warn(warnAPIThemes)
+	}
+	switch {
+	case out.Rating == nil && reviewed:
+		out.warn(warnAPINoSummary)
+	case out.Rating != nil && stars != "":
+		out.warn(warnAPIFiltered)
+	}
 	return out, nil
 }
 

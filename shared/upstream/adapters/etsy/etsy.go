@@ -10,11 +10,15 @@
 //     schema.org Product JSON-LD (aggregateRating and the reviews the page
 //     shows first), for pages.Direct and the shared unblocking services.
 //
-// Neither source can do everything the endpoint's parameters ask, and the
-// data schema has no _warnings field to say so. A route that cannot honour
-// a request answers a Rejected fault (not counted against the route's
-// health) so the runner tries the next route, and the call fails typed when
-// none can, rather than returning a silently different list.
+// Neither source can do everything the endpoint's parameters ask. A route
+// that cannot honour a request answers a Rejected fault (not counted
+// against the route's health) so the runner tries the next route, and the
+// call fails typed when none can, rather than returning a different list:
+// a caller who asks for an order or a rating filter wants that list, and a
+// caveat in _warnings would not make another list the one asked for. What
+// a route serves but cannot fill completely (reviewer names, themes, the
+// rating distribution, later pages in the same order) it says in _warnings,
+// in the fixed sentences below.
 package etsy
 
 import (
@@ -94,7 +98,22 @@ type reviews struct {
 	RatingDistribution map[string]int `json:"rating_distribution"`
 	Photos             []string       `json:"photos"`
 	Themes             []theme        `json:"themes"`
+	Warnings           []string       `json:"_warnings,omitempty"`
 }
+
+// The _warnings sentences, fixed so that callers can match them.
+const (
+	warnAPIAuthor    = "Reviewer names are not available from the Etsy API; author is null."
+	warnAPIThemes    = "Review themes are not available from the Etsy API; themes is null."
+	warnAPINoSummary = "rating and rating_distribution are null: the Etsy API gives no rating summary, " +
+		"and this request did not read every review to compute one."
+	warnAPIFiltered = "rating and rating_distribution describe every review, not only those with the requested rating."
+	warnPageFirst   = "Only the reviews the listing page shows first, in Etsy's relevancy order: " +
+		"later pages are not available in that order."
+	warnPageNoSummary = "rating_distribution and themes are not available from the listing page; they are null."
+)
+
+func (r *reviews) warn(s string) { r.Warnings = append(r.Warnings, s) }
 
 type review struct {
 	ID          *string  `json:"id"`

@@ -58,6 +58,8 @@ func TestAPIListingReviews(t *testing.T) {
 	if d["themes"] != nil {
 		t.Fatalf("the API has no themes: %v", d["themes"])
 	}
+	// What the API cannot fill is said, and only that.
+	wantWarnings(t, d, "Reviewer names are not available", "Review themes are not available")
 	last := u.Data(t, endpoint, "id=https://www.etsy.com/uk/listing/1234567890/hand-thrown-mug?ref=shop_home&page=2", "listing-page2-url")
 	if last["count"] != 3.0 || last["has_more"] != false || last["cursor"] != nil || last["page"] != 2.0 {
 		t.Fatalf("page 2: %v", last)
@@ -83,10 +85,12 @@ func TestAPISortAndRatingAreAppliedToEveryReview(t *testing.T) {
 			t.Fatalf("rating filter let through %v", it["rating"])
 		}
 	}
-	// The distribution describes every review, not the filtered ones.
+	// The distribution describes every review, not the filtered ones, and
+	// the response says so.
 	if fours["rating_distribution"].(map[string]any)["All"] != 11.0 {
 		t.Fatalf("distribution: %v", fours["rating_distribution"])
 	}
+	wantWarnings(t, fours, "Reviewer names", "Review themes", "describe every review, not only those with the requested rating")
 }
 
 func TestAPIShopReviews(t *testing.T) {
@@ -123,6 +127,10 @@ func TestAPIParameterMapping(t *testing.T) {
 	if first["count"] != 8.0 || first["total"] != 1200.0 || first["rating_distribution"] != nil {
 		t.Fatalf("big listing page 1: %v", first)
 	}
+	// Not every review was read: the missing summary is explained.
+	for _, page := range []map[string]any{d, first} {
+		wantWarnings(t, page, "Reviewer names", "Review themes", "rating and rating_distribution are null")
+	}
 	if q := url.Values(u.LastRequest(t).Query); q.Get("limit") != "100" || q.Get("offset") != "0" {
 		t.Fatalf("first hundred: %v", q)
 	}
@@ -143,6 +151,7 @@ func TestAPIFaults(t *testing.T) {
 	if empty["count"] != 0.0 || len(adaptertest.Items(t, empty)) != 0 || empty["total"] != 0.0 || empty["has_more"] != false {
 		t.Fatalf("empty: %v", empty)
 	}
+	wantWarnings(t, empty)
 	u.Fault(t, endpoint, "id=9999999999", upstream.NotFound)
 	m := u.Fault(t, endpoint, "id=6666666666", upstream.Malformed)
 	if !strings.Contains(m.Fault.Reason, "count or results") {
@@ -188,6 +197,8 @@ func TestPageRoutes(t *testing.T) {
 			if items[3]["rating"] != 3.0 || len(d["photos"].([]any)) != 1 {
 				t.Fatalf("string rating or photos: %v %v", items[3]["rating"], d["photos"])
 			}
+			wantWarnings(t, d, "Only the reviews the listing page shows first, in Etsy's relevancy order",
+				"rating_distribution and themes are not available from the listing page")
 			switch req := u.LastRequest(t); p.Name {
 			case "zyte_api":
 				if !strings.Contains(string(req.Body), `"url":"https://www.etsy.com/listing/1234567890"`) ||
@@ -209,6 +220,7 @@ func TestPageFaults(t *testing.T) {
 	if empty["count"] != 0.0 || empty["total"] != 0.0 || empty["has_more"] != false || empty["rating"] != nil {
 		t.Fatalf("empty: %v", empty)
 	}
+	wantWarnings(t, empty)
 	u.Fault(t, endpoint, "id=9999999999", upstream.NotFound)
 	m := u.Fault(t, endpoint, "id=6666666666", upstream.Malformed)
 	if !strings.Contains(m.Fault.Reason, `"Product"`) || !strings.Contains(m.Fault.Reason, "-byte page") || strings.Contains(m.Fault.Reason, "Home & Living") {
@@ -260,6 +272,24 @@ func TestRouteOrder(t *testing.T) {
 	out = serve("id=9999999999")
 	if out.Fault == nil || out.Fault.Kind != upstream.NotFound || len(out.Trace.Legs) != 1 {
 		t.Fatalf("not found: %+v", out.Trace)
+	}
+}
+
+// wantWarnings requires data's _warnings to hold one line per fragment,
+// in order, each containing it; no fragments means no _warnings at all.
+func wantWarnings(t *testing.T, data map[string]any, fragments ...string) {
+	t.Helper()
+	got, _ := data["_warnings"].([]any)
+	if _, present := data["_warnings"]; present && len(fragments) == 0 {
+		t.Fatalf("_warnings %v; want none", data["_warnings"])
+	}
+	if len(got) != len(fragments) {
+		t.Fatalf("_warnings %v; want %d lines", got, len(fragments))
+	}
+	for i, f := range fragments {
+		if line, _ := got[i].(string); !strings.Contains(line, f) {
+			t.Errorf("_warnings[%d] = %q; want it to contain %q", i, got[i], f)
+		}
 	}
 }
 

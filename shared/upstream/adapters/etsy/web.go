@@ -17,7 +17,9 @@ import (
 // (relevancy) order. More pages, other orders, the rating filter and the
 // shop's reviews come from a POST to the site's internal API that needs a
 // session's CSRF token: this route declines those (a Rejected fault, so the
-// runner moves on) rather than answer another list.
+// runner moves on) rather than answer another list. What it serves says in
+// _warnings that it holds only the first reviews, in relevancy order, and
+// that the page has no rating distribution or themes.
 func Site() *pages.Site {
 	return &pages.Site{
 		Name:    "etsy_web",
@@ -146,6 +148,12 @@ func parsePage(c *upstream.Call, p *pages.Page) (any, error) {
 	case len(lds) == 0:
 		// Etsy omits aggregateRating on a listing nobody has reviewed yet.
 		out.paging(0)
+	}
+	if out.HasMore == nil || *out.HasMore {
+		out.warn(warnPageFirst)
+	}
+	if out.Total == nil || *out.Total > 0 {
+		out.warn(warnPageNoSummary)
 	}
 	return out, nil
 }

@@ -15,11 +15,17 @@
 // retailers the "product-detail-offers" query (offers, staticOffers,
 // merchants). The page also carries schema.org JSON-LD (Product,
 // BreadcrumbList), used for what the cache lacks.
+//
+// _warnings says, in fixed sentences, when the page carried only its
+// JSON-LD (so rank, installment, specifications and retailers_count, which
+// only the cache has, are null) and when rating.max is assumed to be 5
+// because the page gives a rating value without its scale.
 package klarna
 
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -158,7 +164,15 @@ type Product struct {
 	Title          *string      `json:"title"`
 	Type           string       `json:"type"`
 	URL            *string      `json:"url"`
+	Warnings       []string     `json:"_warnings,omitempty"`
 }
+
+// The _warnings sentences, fixed so that callers can match them (the
+// JSON-LD one lists the fields that stayed null).
+const (
+	warnJSONLDOnly = "The page carried only its JSON-LD product data; %s null."
+	warnAssumedMax = "rating.max is assumed to be 5: the page gives the rating value without its scale."
+)
 
 // Brand is the product's brand.
 type Brand struct {
@@ -288,7 +302,8 @@ func parseProduct(c *upstream.Call, p *pages.Page) (any, error) {
 	if out.Category == nil {
 		out.Category = lastCategory(out.Breadcrumbs)
 	}
-	out.Rating = rating(firstOf(initial["reviewSummary"], prod["reviewSummary"], prod["rating"], initial["rating"], anyKey(others, "reviewSummary")),
+	var assumedMax bool
+	out.Rating, assumedMax = rating(firstOf(initial["reviewSummary"], prod["reviewSummary"], prod["rating"], initial["rating"], anyKey(others, "reviewSummary")),
 		ld.product["aggregateRating"])
 	out.Rank = rank(firstOf(prod["rank"], initial["rank"], prod["popularityRank"], initial["popularityRank"], prod["ranking"], initial["ranking"]), out.Category)
 	out.RetailersCount = retailers(prod, offers)
@@ -296,7 +311,39 @@ func parseProduct(c *upstream.Call, p *pages.Page) (any, error) {
 		anyKey(others, "specification")))
 	// Only the product's own queries: a site-wide banner must not pass for its plan.
 	out.Installment = installment(append([]map[string]any{initial, prod, offers}, financing...)...)
+
+	if prod == nil {
+		// Only the cache has these; say which stayed null.
+		var missing []string
+		for _, f := range []struct {
+			name string
+			null bool
+		}{
+			{"rank", out.Rank == nil},
+			{"installment", out.Installment == nil},
+			{"specifications", out.Specifications == nil},
+			{"retailers_count", out.RetailersCount == nil},
+		} {
+			if f.null {
+				missing = append(missing, f.name)
+			}
+		}
+		if len(missing) > 0 {
+			out.Warnings = append(out.Warnings, fmt.Sprintf(warnJSONLDOnly, fieldList(missing)))
+		}
+	}
+	if assumedMax {
+		out.Warnings = append(out.Warnings, warnAssumedMax)
+	}
 	return out, nil
+}
+
+// fieldList is "a is", "a and b are", "a, b and c are".
+func fieldList(names []string) string {
+	if len(names) == 1 {
+		return names[0] + " is"
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] + " are"
 }
 
 // ---- the dehydrated React Query cache ----
@@ -566,7 +613,9 @@ func link(shop string, v any) *string {
 	return nil
 }
 
-func rating(v, ld any) *Rating {
+// rating reads the rating; assumedMax says max is the site's five-star
+// scale because the page gave a value without one.
+func rating(v, ld any) (_ *Rating, assumedMax bool) {
 	var r Rating
 	m := obj(v)
 	if inner := obj(m["rating"]); inner != nil {
@@ -594,11 +643,12 @@ func rating(v, ld any) *Rating {
 	if r.Value != nil && r.Max == nil {
 		five := 5.0 // the site rates on five stars
 		r.Max = &five
+		assumedMax = true
 	}
 	if r.Value == nil && r.Votes == nil {
-		return nil
+		return nil, false
 	}
-	return &r
+	return &r, assumedMax
 }
 
 func rank(v any, cat *Ref) *Rank {

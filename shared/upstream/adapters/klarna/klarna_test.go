@@ -94,6 +94,9 @@ func TestProductDirect(t *testing.T) {
 	if s := specs[4].(map[string]any); s["value"] != "30 h" || s["description"] != "With noise cancelling on." {
 		t.Errorf("row with unit %v", s)
 	}
+	if w, ok := p["_warnings"]; ok {
+		t.Errorf("a complete page has no warnings: %v", w)
+	}
 }
 
 // The older layout (the cache inside __INITIAL_PROPS__) with looser types:
@@ -127,6 +130,11 @@ func TestProductOlderLayoutUK(t *testing.T) {
 	if s := p["specifications"].([]any)[1].(map[string]any); s["value"] != "16 GB" || s["group"] != "Memory" {
 		t.Errorf("spec %v", s)
 	}
+	// No installment on this page is not a gap to warn about; no rating
+	// value means no scale to assume.
+	if w, ok := p["_warnings"]; ok {
+		t.Errorf("warnings %v", w)
+	}
 }
 
 // Without the cache the JSON-LD Product still gives a product; what only
@@ -147,6 +155,11 @@ func TestProductJSONLDOnly(t *testing.T) {
 	// The category is the deepest category breadcrumb, its id the one its link carries.
 	if c := p["category"].(map[string]any); c["id"] != "cl94" || c["name"] != "Headphones" {
 		t.Errorf("category %v", c)
+	}
+	// The caller is told why the cache's fields are null (bestRating is given).
+	if w, _ := p["_warnings"].([]any); len(w) != 1 ||
+		w[0] != "The page carried only its JSON-LD product data; rank, installment, specifications and retailers_count are null." {
+		t.Errorf("warnings %v", p["_warnings"])
 	}
 }
 

@@ -18,6 +18,13 @@
 //
 // The cursor is the next page number, handed out as an opaque string; it
 // is null on the last page.
+//
+// _warnings says, in fixed sentences, what a caller could otherwise misread:
+// sku_ids left null because the results carry no SKU ids, a page shorter
+// than limit although more results follow (the site may cap its page size,
+// and the next page's offset counts limit products, so results between
+// would be skipped), a sort id the site did not apply, and a query the
+// site corrected before searching.
 package kohls
 
 import (
@@ -110,7 +117,17 @@ type Result struct {
 	RelatedSearches []string `json:"related_searches"`
 	Sorts           []Sort   `json:"sorts"`
 	Total           *float64 `json:"total"`
+	Warnings        []string `json:"_warnings,omitempty"`
 }
+
+// The _warnings sentences, fixed so that callers can match them.
+const (
+	warnNoSKUs = "Kohl's search results do not carry SKU ids; sku_ids is null for the products without them."
+	warnShort  = "The site returned fewer products than limit although more follow (it may cap the page size); " +
+		"the next page starts after limit products, so some results may be skipped."
+	warnSort      = "The site did not apply the requested sort; sorts marks the order it used."
+	warnCorrected = "The site corrected the query before searching; query is the term the results are for."
+)
 
 // Sort is one sort option; ID is what the sort parameter takes.
 type Sort struct {
@@ -262,6 +279,7 @@ func parseSearch(c *upstream.Call, p *pages.Page) (any, error) {
 	case pl.SearchTerm != "":
 		res.Query = pl.SearchTerm
 	}
+	corrected := pl.AutoCorrectedTerm != "" && !strings.EqualFold(strings.TrimSpace(pl.AutoCorrectedTerm), strings.TrimSpace(c.Param("query")))
 	for i, pr := range products {
 		it, err := mapProduct(pr)
 		if err != nil {
@@ -283,7 +301,39 @@ func parseSearch(c *upstream.Call, p *pages.Page) (any, error) {
 		more := false
 		res.HasMore = &more
 	}
+
+	for _, it := range res.Items {
+		if len(it.SKUIDs) == 0 {
+			res.Warnings = append(res.Warnings, warnNoSKUs)
+			break
+		}
+	}
+	if res.HasMore != nil && *res.HasMore && res.Count < limit {
+		res.Warnings = append(res.Warnings, warnShort)
+	}
+	if s := c.Param("sort"); s != "" && !sortApplied(res.Sorts, s) {
+		res.Warnings = append(res.Warnings, warnSort)
+	}
+	if corrected {
+		res.Warnings = append(res.Warnings, warnCorrected)
+	}
 	return res, nil
+}
+
+// sortApplied is false only when the payload marks another sort active
+// and not the requested one; without active marks it cannot tell.
+func sortApplied(list []Sort, id string) bool {
+	other := false
+	for _, s := range list {
+		if s.Active == nil || !*s.Active {
+			continue
+		}
+		if s.ID == id {
+			return true
+		}
+		other = true
+	}
+	return !other
 }
 
 // searchData finds the result: the JSON the page assigns to

@@ -50,6 +50,9 @@ func TestDirectSearch(t *testing.T) {
 	if rel := data["related_searches"].([]any); len(rel) != 3 || rel[0] != "womens winter coats" {
 		t.Fatalf("related %v", rel)
 	}
+	// No SKU ids in the results, and 4 products for a limit of 120 with
+	// 1342 matches: the next page's offset would skip the rest.
+	wantWarnings(t, data, "do not carry SKU ids", "fewer products than limit")
 
 	items := adaptertest.Items(t, data)
 	sale := items[0]
@@ -104,6 +107,8 @@ func TestParameterMapping(t *testing.T) {
 	if it := adaptertest.Items(t, data)[1]; it["price"] != 29.99 || it["price_max"] != 35.99 {
 		t.Fatalf("price range %v", it)
 	}
+	// A full page in the requested sort: only the missing SKU ids are said.
+	wantWarnings(t, data, "do not carry SKU ids")
 }
 
 func TestEmptySearch(t *testing.T) {
@@ -115,6 +120,7 @@ func TestEmptySearch(t *testing.T) {
 	if data["count"] != 0.0 || data["total"] != 0.0 || data["has_more"] != false || data["cursor"] != nil {
 		t.Fatalf("empty search: %v", data)
 	}
+	wantWarnings(t, data)
 }
 
 // A page without the embedded result fails typed, naming what is missing
@@ -243,6 +249,24 @@ func wantQuery(t *testing.T, got map[string][]string, want map[string]string, ab
 	for _, k := range absent {
 		if _, ok := got[k]; ok {
 			t.Errorf("query has %s (%v)", k, got)
+		}
+	}
+}
+
+// wantWarnings requires data's _warnings to hold one line per fragment,
+// in order, each containing it; no fragments means no _warnings at all.
+func wantWarnings(t *testing.T, data map[string]any, fragments ...string) {
+	t.Helper()
+	got, _ := data["_warnings"].([]any)
+	if _, present := data["_warnings"]; present && len(fragments) == 0 {
+		t.Fatalf("_warnings %v; want none", data["_warnings"])
+	}
+	if len(got) != len(fragments) {
+		t.Fatalf("_warnings %v; want %d lines", got, len(fragments))
+	}
+	for i, f := range fragments {
+		if line, _ := got[i].(string); !strings.Contains(line, f) {
+			t.Errorf("_warnings[%d] = %q; want it to contain %q", i, got[i], f)
 		}
 	}
 }

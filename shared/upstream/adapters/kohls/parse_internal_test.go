@@ -1,6 +1,7 @@
 package kohls
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/meridian-data/meridian/shared/upstream"
@@ -28,6 +29,34 @@ func TestParseCatalogJSON(t *testing.T) {
 	if it.ID != "7000001" || len(it.SKUIDs) != 2 || it.SKUIDs[0] != "91234567890123456789" || it.SKUIDs[1] != "000123" ||
 		*it.Price != 50 || *it.PriceMax != 70 || *it.PriceType != "original" || *it.Sponsored {
 		t.Fatalf("item %+v", it)
+	}
+	// The SKU ids are there; the corrected query is said.
+	if len(r.Warnings) != 1 || r.Warnings[0] != warnCorrected {
+		t.Fatalf("warnings %q", r.Warnings)
+	}
+}
+
+// A sort id the site did not apply (another is marked active) is said;
+// without active marks nothing can be told.
+func TestParseSortNotApplied(t *testing.T) {
+	const products = `"totalRecordsCount":1,"products":[{"webID":"7000001","skuIds":["1"]}]`
+	for _, tc := range []struct {
+		sorts string
+		want  []string
+	}{
+		{`[{"ID":1,"name":"Featured","active":true},{"ID":4,"active":false}]`, []string{warnSort}},
+		{`[{"ID":1,"active":false},{"ID":4,"active":true}]`, nil},
+		{`[{"ID":1,"name":"Featured"},{"ID":4}]`, nil},
+	} {
+		body := `{"searchTerm":"boots",` + products + `,"sorts":` + tc.sorts + `}`
+		c := &upstream.Call{Params: map[string]string{"query": "boots", "sort": "4"}}
+		v, err := parseSearch(c, &pages.Page{Status: 200, Body: []byte(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := v.(Result).Warnings; !slices.Equal(got, tc.want) {
+			t.Errorf("sorts %s: warnings %q, want %q", tc.sorts, got, tc.want)
+		}
 	}
 }
 
