@@ -7,6 +7,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/andybalholm/brotli"
@@ -43,7 +44,9 @@ func BrowserHeader(acceptLanguage string) http.Header {
 // Direct is the site's own route: a provider named after the site whose
 // base URL is the site's origin (MERIDIAN_UPSTREAM_<NAME>_URL moves it, to
 // a proxy or a test server), fetching with the site's browser-like headers.
-// It needs no credentials.
+// A request for another of the site's hosts goes to https://<Host> unless
+// the base URL was moved; then it goes to the moved base URL with
+// X-Forwarded-Host: <Host>. It needs no credentials.
 func Direct(s *Site) *upstream.Provider {
 	return &upstream.Provider{
 		Name:      s.Name,
@@ -54,12 +57,32 @@ func Direct(s *Site) *upstream.Provider {
 	}
 }
 
-// fetchDirect asks the site itself, relative to the route's base URL.
+// ForwardedHostHeader names the host a request is for when the direct
+// route's base URL was moved (a proxy, a test server) and the request is
+// not for the origin's host.
+const ForwardedHostHeader = "X-Forwarded-Host"
+
+// fetchDirect asks the site itself, relative to the route's base URL: the
+// request's host when that is the origin, else the moved base URL.
 func fetchDirect(ctx context.Context, c *upstream.Call, s *Site, r Request) (*Page, error) {
 	h := browserHeader(s, r)
 	// Set by hand, so Go's transport leaves the body alone and br (which it
 	// cannot decode) is offered as a browser would; decode undoes both.
 	h.Set("accept-encoding", "gzip, br")
+	if r.Host != "" {
+		if sameOrigin(c.BaseURL, s.Origin) {
+			// A copy, so that only this request goes to the other host. The
+			// configured client follows redirects within the first request's
+			// host, which is now this one. The host is one the site declares
+			// (Site.host), never a caller's value.
+			moved := *c
+			moved.BaseURL = s.base(r)
+			c = &moved
+		} else {
+			// The base URL's host stays; whoever listens there is told.
+			h.Set(ForwardedHostHeader, r.Host)
+		}
+	}
 	resp, err := c.Get(ctx, r.Path, r.Query, h)
 	if resp == nil {
 		return nil, err
@@ -97,6 +120,15 @@ func browserHeader(s *Site, r Request) http.Header {
 		h.Set("cookie", cookie)
 	}
 	return h
+}
+
+// sameOrigin reports whether a base URL is the site's origin (not moved by
+// MERIDIAN_UPSTREAM_<NAME>_URL), whatever its case or trailing slash.
+func sameOrigin(base, origin string) bool {
+	b, err1 := url.Parse(strings.TrimSuffix(base, "/"))
+	o, err2 := url.Parse(strings.TrimSuffix(origin, "/"))
+	return err1 == nil && err2 == nil && strings.EqualFold(b.Scheme, o.Scheme) && strings.EqualFold(b.Host, o.Host) &&
+		b.Path == o.Path && b.RawQuery == "" && b.User == nil
 }
 
 // page builds the Page of a target's answer, decoding its body.

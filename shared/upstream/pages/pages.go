@@ -24,9 +24,21 @@
 //	}
 //
 // An Operation's Build turns the call's parameters into a Request (a path
-// on the site, its query, extra headers, an optional country, and whether
-// it is the site's JSON endpoint); Parse maps the Page that came back to
-// the endpoint's data shape. Neither knows which route fetched the page.
+// on the site, its query, extra headers, an optional host and country, and
+// whether it is the site's JSON endpoint); Parse maps the Page that came
+// back to the endpoint's data shape. Neither knows which route fetched the
+// page.
+//
+// # Hosts
+//
+// A site that runs one host per country or language (a marketplace per
+// country, say) declares them all in Hosts and names one per request in
+// Request.Host; "" is the origin's. The public URL every route fetches is
+// then https://<Host><Path>?<Query>, and Page.URL says so. Only declared
+// hosts can be named: they are the operator's code, never a caller's
+// value, so a Build that names another host is refused as the operation's
+// bug (Malformed). Cookies that differ by host belong in the request's
+// cookie header, not in Site.Cookies, which every host receives.
 //
 // # Routes
 //
@@ -34,10 +46,15 @@
 // site, its BaseURL is the origin (movable with MERIDIAN_UPSTREAM_<NAME>_URL
 // like every provider's), and it sends the site's Header, the request's
 // extra headers, the cookies and accept-encoding gzip, br (bodies are
-// decoded here). Zyte(sites...) and ScraperAPI(sites...) are one provider
-// per service serving the operations of every site given; the page they
-// fetch is always the public URL Origin+Path?Query, while the request goes
-// to the service's base URL (movable too). A deployment lists them in
+// decoded here). A request for another host goes to https://<Host> while
+// the base URL is the origin; a moved base URL (a proxy, a test server)
+// keeps receiving every request, and one for another host than the
+// origin's carries it in X-Forwarded-Host, so the default host's requests
+// are exactly what they were. Zyte(sites...) and ScraperAPI(sites...) are
+// one provider per service serving the operations of every site given; the
+// page they fetch is always the public URL (the request's host or the
+// origin, Path?Query), while the request goes to the service's base URL
+// (movable too). A deployment lists them in
 // route order in adapters.All(), for example Direct(shop), Zyte(shop,
 // other), ScraperAPI(shop, other): an endpoint is then tried directly
 // first, and through the services when the site blocks Meridian.
@@ -62,7 +79,11 @@
 // is testdata/upstream/<site name>/ (the site's paths), Zyte API's is
 // testdata/upstream/zyte_api/ (POST /v1/extract matching match.body.url,
 // the public URL, which may be a path.Match pattern) and ScraperAPI's is
-// testdata/upstream/scraperapi/ (GET / matching match.query.url).
+// testdata/upstream/scraperapi/ (GET / matching match.query.url). The
+// services' fixtures tell hosts apart by their URL; the direct route's
+// cannot, since the replay upstream matches no header: its fixtures answer
+// for every host, and a test that needs each host's page puts a handler
+// reading X-Forwarded-Host in front.
 package pages
 
 import (
@@ -89,7 +110,8 @@ type Site struct {
 	// possibly moved base URL).
 	Origin string
 	// Hosts are the site's own host names; the origin's host is always one.
-	// RequestFor accepts URLs on these hosts only.
+	// RequestFor accepts URLs on these hosts only, and Request.Host names
+	// one of them.
 	Hosts []string
 	// Header holds the direct route's browser-like defaults (see
 	// BrowserHeader). The unblocking services send browsers' headers of
@@ -98,7 +120,8 @@ type Site struct {
 	// Request.Header and a cookie in Cookies.
 	Header http.Header
 	// Cookies are the locale or currency cookies the site needs, sent on
-	// every route (as Cookie, or as Zyte API's requestCookies).
+	// every route and to every host (as Cookie, or as Zyte API's
+	// requestCookies for the fetched host).
 	Cookies []*http.Cookie
 	// Blocked recognises a block or challenge page (a captcha, a bot wall)
 	// whatever its status; optional.
@@ -113,6 +136,9 @@ type Request struct {
 	// query or fragment.
 	Path  string
 	Query url.Values
+	// Host is the host name to fetch, one of the site's Hosts; "" is the
+	// origin's. Another is refused (Malformed): the operation's bug.
+	Host string
 	// Header holds extra headers every route forwards to the site (a
 	// referer, x-requested-with, an accept-language the answer depends on).
 	Header http.Header
@@ -173,6 +199,9 @@ func adapter(s *Site, op Operation, fetch fetchFunc) upstream.Adapter {
 		if err := r.check(); err != nil {
 			return nil, err
 		}
+		if r.Host, err = s.host(r.Host); err != nil {
+			return nil, err
+		}
 		p, err := fetch(ctx, c, s, r)
 		if err != nil {
 			return nil, err
@@ -226,9 +255,39 @@ func (r Request) check() error {
 
 var countryCode = regexp.MustCompile(`^[A-Za-z]{2}$`)
 
+// host normalises a request's host: "" for the origin's (named or not),
+// else one of the site's declared hosts. Another is the operation's bug,
+// never fetched: hosts are the operator's, not the caller's.
+func (s *Site) host(h string) (string, error) {
+	h = strings.TrimSuffix(strings.ToLower(h), ".")
+	if h == "" || h == s.originHost() {
+		return "", nil
+	}
+	if !slices.Contains(s.hosts(), h) {
+		return "", upstream.MalformedFault("the operation built a host %q the site does not declare", h)
+	}
+	return h, nil
+}
+
+// originHost is the origin's host name, normalised.
+func (s *Site) originHost() string {
+	if u, err := url.Parse(s.Origin); err == nil {
+		return hostOf(u)
+	}
+	return ""
+}
+
+// base is the public origin r is fetched from: the origin, or https://Host.
+func (s *Site) base(r Request) string {
+	if r.Host != "" {
+		return "https://" + r.Host
+	}
+	return strings.TrimSuffix(s.Origin, "/")
+}
+
 // target is the request's absolute public URL.
 func (s *Site) target(r Request) string {
-	t := strings.TrimSuffix(s.Origin, "/") + r.Path
+	t := s.base(r) + r.Path
 	if len(r.Query) > 0 {
 		t += "?" + r.Query.Encode()
 	}
@@ -255,10 +314,7 @@ func (s *Site) RequestFor(raw string) (r Request, ok bool) {
 
 // hosts are the site's host names, the origin's included, normalised.
 func (s *Site) hosts() []string {
-	var hs []string
-	if u, err := url.Parse(s.Origin); err == nil {
-		hs = append(hs, hostOf(u))
-	}
+	hs := []string{s.originHost()}
 	for _, h := range s.Hosts {
 		hs = append(hs, strings.TrimSuffix(strings.ToLower(h), "."))
 	}

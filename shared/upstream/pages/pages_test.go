@@ -26,6 +26,8 @@ const (
 	origin     = "https://shop.pagestest.example"
 	zyteKey    = "zk-test-6f1c2a"
 	scraperKey = "sk-test-93b7d4"
+	// deHost is the site's second host (a country site, say).
+	deHost = "de.pagestest.example"
 )
 
 var title = regexp.MustCompile(`<h1>([^<]*)</h1>`)
@@ -34,7 +36,7 @@ func testSite() *Site {
 	return &Site{
 		Name:    siteName,
 		Origin:  origin,
-		Hosts:   []string{"pagestest.example"},
+		Hosts:   []string{"pagestest.example", deHost},
 		Header:  BrowserHeader("en-GB,en;q=0.9"),
 		Cookies: []*http.Cookie{{Name: "currency", Value: "GBP"}},
 		Blocked: BlockedBody(func(body []byte) (string, bool) {
@@ -46,7 +48,7 @@ func testSite() *Site {
 		Operations: map[string]Operation{
 			"pagestest/product": {
 				Build: func(c *upstream.Call) (Request, error) {
-					return Request{Path: "/p/" + url.PathEscape(c.Param("id")), Country: c.Param("country")}, nil
+					return Request{Path: "/p/" + url.PathEscape(c.Param("id")), Country: c.Param("country"), Host: c.Param("host")}, nil
 				},
 				Parse: func(_ *upstream.Call, p *Page) (any, error) {
 					m := title.FindSubmatch(p.Body)

@@ -110,8 +110,9 @@ func fetchZyte(ctx context.Context, c *upstream.Call, s *Site, r Request) (*Page
 		// Zyte sends only the last of repeated names; a comma list is one value.
 		body.CustomHTTPRequestHeaders = append(body.CustomHTTPRequestHeaders, zyteHeader{Name: k, Value: strings.Join(extra[k], ",")})
 	}
+	// The cookies are for the host fetched, whichever of the site's it is.
 	domain := ""
-	if u, err := url.Parse(s.Origin); err == nil {
+	if u, err := url.Parse(s.base(r)); err == nil {
 		domain = u.Hostname()
 	}
 	cookies := append([]*http.Cookie(nil), s.Cookies...)

@@ -16,12 +16,11 @@
 //     per post (idea list, photo, video) carrying data-aci, and the
 //     products of each card as data-asin elements.
 //
-// Marketplaces: Amazon runs one domain per country (marketplaces). A
-// pages.Site has one origin and pages.Request has no host of its own, so
-// until pages can fetch another host per request, only the default
-// marketplace (GB, www.amazon.co.uk) is fetched; another known country is
-// refused as a parameter the source cannot serve here (422 naming
-// country), an unknown one as not a marketplace (422).
+// Marketplaces: Amazon runs one domain per country. The country parameter
+// (or a shop URL's own host) picks one, and every route fetches that
+// marketplace's www host (pages.Request.Host) with its own currency and
+// language cookies; a country Amazon runs no marketplace for is refused
+// (422 unknown_marketplace).
 package amazon
 
 import (
@@ -49,35 +48,43 @@ const (
 // marketplace is one of Amazon's country sites.
 type marketplace struct {
 	Country, Domain, Currency string
+	// Realm names the site's cookies (lc-<realm>, ubid-<realm>): "main" on
+	// amazon.com, "acb" and the site's code elsewhere.
+	Realm string
+	// Locale is the site's own language, as its language switcher sets it
+	// in lc-<realm>.
+	Locale string
 }
 
 // marketplaces are every marketplace Amazon runs, as the Selling Partner
 // API lists them (North America, Europe with the Middle East, Africa and
-// India, Far East), with the currency each one prices in.
+// India, Far East), with the currency each one prices in and the language
+// it shows first. The realms follow the sites' cookies; acbza (South
+// Africa, the newest) follows the pattern unconfirmed.
 var marketplaces = []marketplace{
-	{"US", "amazon.com", "USD"},
-	{"CA", "amazon.ca", "CAD"},
-	{"MX", "amazon.com.mx", "MXN"},
-	{"BR", "amazon.com.br", "BRL"},
-	{"GB", "amazon.co.uk", "GBP"},
-	{"IE", "amazon.ie", "EUR"},
-	{"DE", "amazon.de", "EUR"},
-	{"FR", "amazon.fr", "EUR"},
-	{"IT", "amazon.it", "EUR"},
-	{"ES", "amazon.es", "EUR"},
-	{"NL", "amazon.nl", "EUR"},
-	{"BE", "amazon.com.be", "EUR"},
-	{"SE", "amazon.se", "SEK"},
-	{"PL", "amazon.pl", "PLN"},
-	{"TR", "amazon.com.tr", "TRY"},
-	{"AE", "amazon.ae", "AED"},
-	{"SA", "amazon.sa", "SAR"},
-	{"EG", "amazon.eg", "EGP"},
-	{"ZA", "amazon.co.za", "ZAR"},
-	{"IN", "amazon.in", "INR"},
-	{"JP", "amazon.co.jp", "JPY"},
-	{"AU", "amazon.com.au", "AUD"},
-	{"SG", "amazon.sg", "SGD"},
+	{"US", "amazon.com", "USD", "main", "en_US"},
+	{"CA", "amazon.ca", "CAD", "acbca", "en_CA"},
+	{"MX", "amazon.com.mx", "MXN", "acbmx", "es_MX"},
+	{"BR", "amazon.com.br", "BRL", "acbbr", "pt_BR"},
+	{"GB", "amazon.co.uk", "GBP", "acbuk", "en_GB"},
+	{"IE", "amazon.ie", "EUR", "acbie", "en_IE"},
+	{"DE", "amazon.de", "EUR", "acbde", "de_DE"},
+	{"FR", "amazon.fr", "EUR", "acbfr", "fr_FR"},
+	{"IT", "amazon.it", "EUR", "acbit", "it_IT"},
+	{"ES", "amazon.es", "EUR", "acbes", "es_ES"},
+	{"NL", "amazon.nl", "EUR", "acbnl", "nl_NL"},
+	{"BE", "amazon.com.be", "EUR", "acbbe", "fr_BE"},
+	{"SE", "amazon.se", "SEK", "acbse", "sv_SE"},
+	{"PL", "amazon.pl", "PLN", "acbpl", "pl_PL"},
+	{"TR", "amazon.com.tr", "TRY", "acbtr", "tr_TR"},
+	{"AE", "amazon.ae", "AED", "acbae", "en_AE"},
+	{"SA", "amazon.sa", "SAR", "acbsa", "ar_AE"},
+	{"EG", "amazon.eg", "EGP", "acbeg", "ar_AE"},
+	{"ZA", "amazon.co.za", "ZAR", "acbza", "en_ZA"},
+	{"IN", "amazon.in", "INR", "acbin", "en_IN"},
+	{"JP", "amazon.co.jp", "JPY", "acbjp", "ja_JP"},
+	{"AU", "amazon.com.au", "AUD", "acbau", "en_AU"},
+	{"SG", "amazon.sg", "SGD", "acbsg", "en_SG"},
 }
 
 // byCountry finds a marketplace; "UK", the code the United Kingdom
@@ -109,15 +116,32 @@ func byHost(host string) (marketplace, bool) {
 	return best, found
 }
 
-// served is the marketplace the site's origin fetches (see the package
-// comment): the only one until pages takes a host per request.
-var served, _ = byCountry(defaultCountry)
+// defaultMarket is the marketplace of an empty country, and the site's
+// origin: the one MERIDIAN_UPSTREAM_AMAZON_URL replaces.
+var defaultMarket, _ = byCountry(defaultCountry)
 
 // host is the marketplace's public host name.
 func (m marketplace) host() string { return "www." + m.Domain }
 
 // origin is the marketplace's public https origin.
 func (m marketplace) origin() string { return "https://" + m.host() }
+
+// cookies are the marketplace's own currency and language, as its locale
+// switcher sets them, so prices are not converted for a visitor from
+// elsewhere: one Cookie line, sent to this marketplace only.
+func (m marketplace) cookies() string {
+	return (&http.Cookie{Name: "i18n-prefs", Value: m.Currency}).String() + "; " +
+		(&http.Cookie{Name: "lc-" + m.Realm, Value: m.Locale}).String()
+}
+
+// request is a request for path on the marketplace, with its cookies.
+func (m marketplace) request(path string, query url.Values, header http.Header) pages.Request {
+	if header == nil {
+		header = http.Header{}
+	}
+	header.Set("cookie", m.cookies())
+	return pages.Request{Path: path, Query: query, Header: header, Host: m.host()}
+}
 
 // view is the marketplace object of the data shapes.
 func (m marketplace) view() map[string]any {
@@ -148,19 +172,15 @@ func (m marketplace) absolute(link string) string {
 }
 
 // marketplaceFor resolves the country parameter (fallback when empty) to
-// the marketplace to read, refusing what cannot be served.
+// the marketplace to read, refusing a country Amazon has no site for.
 func marketplaceFor(country string, fallback marketplace) (marketplace, error) {
-	m := fallback
-	if strings.TrimSpace(country) != "" {
-		var ok bool
-		if m, ok = byCountry(country); !ok {
-			return marketplace{}, upstream.InvalidParameterFault("country", "unknown_marketplace",
-				"country "+strings.ToUpper(country)+" is not a marketplace of this platform.")
-		}
+	if strings.TrimSpace(country) == "" {
+		return fallback, nil
 	}
-	if m.Country != served.Country {
-		return marketplace{}, upstream.InvalidParameterFault("country", "marketplace_not_served",
-			"The "+m.Country+" marketplace is not served yet; only "+served.Country+" is.")
+	m, ok := byCountry(country)
+	if !ok {
+		return marketplace{}, upstream.InvalidParameterFault("country", "unknown_marketplace",
+			"country "+strings.ToUpper(country)+" is not a marketplace of this platform.")
 	}
 	return m, nil
 }
@@ -192,13 +212,11 @@ func Site() *pages.Site {
 	}
 	return &pages.Site{
 		Name:   SiteName,
-		Origin: served.origin(),
+		Origin: defaultMarket.origin(),
 		Hosts:  hosts,
 		Header: pages.BrowserHeader("en-GB,en;q=0.9"),
-		// The marketplace's own currency and language, as its locale
-		// switcher sets them, so prices are not converted for a visitor
-		// from elsewhere.
-		Cookies: []*http.Cookie{{Name: "i18n-prefs", Value: served.Currency}, {Name: "lc-acbuk", Value: "en_GB"}},
+		// No site-wide cookies: each request carries its marketplace's
+		// (marketplace.request), which another marketplace must not get.
 		Blocked: blocked,
 		Operations: map[string]pages.Operation{
 			dealsKey: {Build: dealsRequest, Parse: parseDeals},

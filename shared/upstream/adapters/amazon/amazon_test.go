@@ -81,8 +81,10 @@ func item(t *testing.T, data map[string]any, i int) map[string]any {
 func TestDealsDirect(t *testing.T) {
 	u := start(t, direct())
 	data := u.Data(t, dealsEP, "", "deals-default")
-	if r := u.LastRequest(t); r.Path != "/deals" || len(r.Query) != 0 {
-		t.Fatalf("request %s %v", r.Path, r.Query)
+	// The default marketplace is asked exactly as before hosts existed.
+	if r := u.LastRequest(t); r.Path != "/deals" || len(r.Query) != 0 || r.Header.Get("x-forwarded-host") != "" ||
+		r.Header.Get("cookie") != "i18n-prefs=GBP; lc-acbuk=en_GB" {
+		t.Fatalf("request %s %v %v", r.Path, r.Query, r.Header)
 	}
 	if data["country"] != "GB" || data["domain"] != "amazon.co.uk" || data["checked_at"] != "2026-11-24T09:30:00Z" ||
 		data["count"] != 3.0 || data["dropped"] != 1.0 || data["has_more"] != true || data["cursor"] == nil {
@@ -182,12 +184,14 @@ func TestDealsParameters(t *testing.T) {
 	if got := url.Values(u.LastRequest(t).Query).Get("discounts-widget"); got != widgetState(t, nil, []string{"Legacy Brand"}) {
 		t.Errorf("brands only: %s", got)
 	}
-	// Every other marketplace is known, and refused until pages can fetch its host.
-	out := u.Fault(t, dealsEP, "country=US", upstream.InvalidParameter)
-	if out.Fault.Field != "country" || out.Fault.Code != "marketplace_not_served" {
-		t.Errorf("US: %+v", out.Fault)
+	// Another marketplace is its own host, with its own cookies.
+	if out := u.Serve(t, dealsEP, "country=us"); out.Fault != nil {
+		t.Fatalf("US: %v", out.Fault)
 	}
-	out = u.Fault(t, dealsEP, "country=XX", upstream.InvalidParameter)
+	if h := u.LastRequest(t).Header; h.Get("x-forwarded-host") != "www.amazon.com" || h.Get("cookie") != "i18n-prefs=USD; lc-main=en_US" {
+		t.Errorf("US headers: %v", h)
+	}
+	out := u.Fault(t, dealsEP, "country=XX", upstream.InvalidParameter)
 	if out.Fault.Field != "country" || out.Fault.Code != "unknown_marketplace" {
 		t.Errorf("XX: %+v", out.Fault)
 	}
@@ -382,10 +386,9 @@ func TestShopFaults(t *testing.T) {
 		t.Errorf("changed reason: %s", r)
 	}
 	cases := []struct{ query, field, code string }{
-		{"url=" + url.QueryEscape("https://www.amazon.com/shop/sample-creator"), "url", "marketplace_not_served"},
 		{"url=" + url.QueryEscape("https://www.amazon.co.uk/dp/B0SAMPLE01"), "url", "invalid_shop"},
+		{"url=" + url.QueryEscape("https://www.amazon.com/dp/B0SAMPLE01"), "url", "invalid_shop"},
 		{"url=" + url.QueryEscape("bad name"), "url", "invalid_shop"},
-		{"url=sample-creator&country=DE", "country", "marketplace_not_served"},
 		{"url=sample-creator&country=ZZ", "country", "unknown_marketplace"},
 	}
 	before := len(u.Replay.Requests())

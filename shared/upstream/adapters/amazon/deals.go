@@ -31,6 +31,9 @@ type dealsCursor struct {
 	Offset int    `json:"o"`
 	Widget string `json:"w"`
 	Page   string `json:"p"`
+	// Country is the marketplace whose widget the ids name; "" is the
+	// default one, so its cursors read as they always have.
+	Country string `json:"c,omitempty"`
 }
 
 func (k dealsCursor) encode() string {
@@ -38,7 +41,9 @@ func (k dealsCursor) encode() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func decodeCursor(s string) (dealsCursor, error) {
+// decodeCursor reads a cursor handed out for marketplace m; another
+// marketplace's would ask m for a widget it does not run.
+func decodeCursor(s string, m marketplace) (dealsCursor, error) {
 	var k dealsCursor
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err == nil {
@@ -48,7 +53,19 @@ func decodeCursor(s string) (dealsCursor, error) {
 		return dealsCursor{}, upstream.InvalidParameterFault("cursor", "invalid_cursor",
 			"cursor is not one this endpoint returned; pass the previous page's cursor back unchanged.")
 	}
+	if firstNonEmpty(k.Country, defaultMarket.Country) != m.Country {
+		return dealsCursor{}, upstream.InvalidParameterFault("cursor", "invalid_cursor",
+			"cursor belongs to the "+firstNonEmpty(k.Country, defaultMarket.Country)+" marketplace; pass the same country as the previous page.")
+	}
 	return k, nil
+}
+
+// cursorCountry is what a cursor records of m ("" for the default).
+func cursorCountry(m marketplace) string {
+	if m.Country == defaultMarket.Country {
+		return ""
+	}
+	return m.Country
 }
 
 // widgetState is the discounts-widget value of the grid's filters: the
@@ -95,7 +112,7 @@ func list(v string) []string {
 }
 
 func dealsRequest(c *upstream.Call) (pages.Request, error) {
-	m, err := marketplaceFor(c.Param("country"), served)
+	m, err := marketplaceFor(c.Param("country"), defaultMarket)
 	if err != nil {
 		return pages.Request{}, err
 	}
@@ -105,9 +122,9 @@ func dealsRequest(c *upstream.Call) (pages.Request, error) {
 	}
 	raw := c.Param("cursor")
 	if raw == "" {
-		return pages.Request{Path: dealsPath, Query: q}, nil
+		return m.request(dealsPath, q, nil), nil
 	}
-	k, err := decodeCursor(raw)
+	k, err := decodeCursor(raw, m)
 	if err != nil {
 		return pages.Request{}, err
 	}
@@ -118,7 +135,9 @@ func dealsRequest(c *upstream.Call) (pages.Request, error) {
 	h := http.Header{}
 	h.Set("x-requested-with", "XMLHttpRequest")
 	h.Set("referer", m.origin()+dealsPath)
-	return pages.Request{Path: dealsWidgetPath, Query: q, Header: h, JSON: true}, nil
+	r := m.request(dealsWidgetPath, q, h)
+	r.JSON = true
+	return r, nil
 }
 
 // widgetConfig is the JSON a mountWidget call (or the widget endpoint)
@@ -294,16 +313,25 @@ type dealsData struct {
 	HasMore     *bool          `json:"has_more"`
 	Cursor      *string        `json:"cursor"`
 	Items       []dealItem     `json:"items"`
+	Warnings    []string       `json:"_warnings,omitempty"`
 }
 
+// The _warnings sentences, fixed so that callers can match them.
+const (
+	warnNoPrice = "Some deals show no price in the deals grid; their price, savings_amount and " +
+		"savings_percentage are null (the product page may show one)."
+	warnNoListPrice = "Some deals show no list price in the deals grid; their list_price is null, and savings " +
+		"are given only where the grid states them."
+)
+
 func parseDeals(c *upstream.Call, p *pages.Page) (any, error) {
-	m, err := marketplaceFor(c.Param("country"), served)
+	m, err := marketplaceFor(c.Param("country"), defaultMarket)
 	if err != nil {
 		return nil, err
 	}
 	var prev *dealsCursor
 	if raw := c.Param("cursor"); raw != "" {
-		k, err := decodeCursor(raw)
+		k, err := decodeCursor(raw, m)
 		if err != nil {
 			return nil, err
 		}
@@ -338,6 +366,18 @@ func parseDeals(c *upstream.Call, p *pages.Page) (any, error) {
 		out.Items = append(out.Items, row.item(m))
 	}
 	out.Count = len(out.Items)
+	noPrice, noList := false, false
+	for _, it := range out.Items {
+		noPrice = noPrice || it.Price == nil
+		noList = noList || (it.Price != nil && it.ListPrice == nil)
+	}
+	// A null price reads like a free or missing deal unless it is said why.
+	if noPrice {
+		out.Warnings = append(out.Warnings, warnNoPrice)
+	}
+	if noList {
+		out.Warnings = append(out.Warnings, warnNoListPrice)
+	}
 	switch {
 	case g.nextIndex == nil:
 		// Unknown: the widget did not say.
@@ -345,7 +385,7 @@ func parseDeals(c *upstream.Call, p *pages.Page) (any, error) {
 		more := true
 		out.HasMore = &more
 		if g.widget != "" && g.page != "" && *g.nextIndex == math.Trunc(*g.nextIndex) {
-			next := dealsCursor{Offset: int(*g.nextIndex), Widget: g.widget, Page: g.page}.encode()
+			next := dealsCursor{Offset: int(*g.nextIndex), Widget: g.widget, Page: g.page, Country: cursorCountry(m)}.encode()
 			out.Cursor = &next
 		}
 	default:

@@ -10,7 +10,7 @@ func TestRowToleratesChangedFields(t *testing.T) {
 	raw := json.RawMessage(`{"asin":"B0SAMPLE09","title":{"displayString":"Desk Fan"},"link":{"href":"/dp/B0SAMPLE09"},
 		"image":"https://example.invalid/fan.jpg","price":{"priceToPay":{"price":"£19.99"},"basisPrice":{"price":24}},
 		"dealDetails":{"type":7,"endTime":"soon"},"buyingOptions":{"not":"a list"}}`)
-	it := currentRow(raw).item(served)
+	it := currentRow(raw).item(defaultMarket)
 	if it.ASIN != "B0SAMPLE09" || it.Title == nil || *it.Title != "Desk Fan" || it.URL != "https://www.amazon.co.uk/dp/B0SAMPLE09" {
 		t.Fatalf("row: %+v", it)
 	}

@@ -61,7 +61,7 @@ func validHandle(h string) bool {
 	return h != "." && h != ".."
 }
 
-// shopTarget resolves the call to a storefront on a served marketplace: a
+// shopTarget resolves the call to a storefront and its marketplace: a
 // URL's own host decides its marketplace, country decides for a name.
 func shopTarget(c *upstream.Call) (shopRef, marketplace, error) {
 	ref, err := readShopRef(c.Param("url"))
@@ -69,22 +69,18 @@ func shopTarget(c *upstream.Call) (shopRef, marketplace, error) {
 		return shopRef{}, marketplace{}, err
 	}
 	if ref.market != nil {
-		if ref.market.Country != served.Country {
-			return shopRef{}, marketplace{}, upstream.InvalidParameterFault("url", "marketplace_not_served",
-				"Shops of the "+ref.market.Country+" marketplace are not served yet; only "+served.Country+" is.")
-		}
 		return ref, *ref.market, nil
 	}
-	m, err := marketplaceFor(c.Param("country"), served)
+	m, err := marketplaceFor(c.Param("country"), defaultMarket)
 	return ref, m, err
 }
 
 func shopRequest(c *upstream.Call) (pages.Request, error) {
-	ref, _, err := shopTarget(c)
+	ref, m, err := shopTarget(c)
 	if err != nil {
 		return pages.Request{}, err
 	}
-	return pages.Request{Path: "/shop/" + url.PathEscape(ref.handle)}, nil
+	return m.request("/shop/"+url.PathEscape(ref.handle), nil, nil), nil
 }
 
 // shopPost is a post of marketplace_b/shop.
@@ -130,7 +126,13 @@ type shopData struct {
 	Items           []shopProduct  `json:"items"`
 	Products        []shopProduct  `json:"products"`
 	ProductsOfPost  any            `json:"products_of_post"`
+	Warnings        []string       `json:"_warnings,omitempty"`
 }
+
+// warnNoProductDetails is the _warnings sentence of a storefront with
+// products, fixed so that callers can match it.
+const warnNoProductDetails = "Storefront pages show no product prices or badges: price, is_amazon_choice, " +
+	"is_best_seller and climate_pledge_friendly are null for every product."
 
 func parseShop(c *upstream.Call, p *pages.Page) (any, error) {
 	ref, m, err := shopTarget(c)
@@ -190,6 +192,10 @@ func parseShop(c *upstream.Call, p *pages.Page) (any, error) {
 	}
 	out.Count = len(out.Items)
 	out.Products = out.Items
+	if out.Count > 0 {
+		// Always null here, which a caller could take for "not a best seller".
+		out.Warnings = append(out.Warnings, warnNoProductDetails)
+	}
 	// The page's "load more" state: a token while more posts exist.
 	if st := find(doc, func(n *html.Node) bool { return classHas(n, "shop-ajax-state") }); st != nil {
 		token, more := "", false
