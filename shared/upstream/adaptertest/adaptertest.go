@@ -68,6 +68,15 @@ func Start(t testing.TB, p *upstream.Provider, secrets map[string]string) *Upstr
 // StartWith is Start with other runner options (a fixed clock, say).
 func StartWith(t testing.TB, p *upstream.Provider, secrets map[string]string, opts upstream.Options) *Upstream {
 	t.Helper()
+	return StartRoutes(t, []*upstream.Provider{p}, secrets, opts)
+}
+
+// StartRoutes serves testdata/upstream to several providers at once, in
+// route order, so a test sees failover as a deployment would (a site, then
+// the unblocking services). Upstream.Provider is the first; its golden
+// files are the ones Data compares with.
+func StartRoutes(t testing.TB, providers []*upstream.Provider, secrets map[string]string, opts upstream.Options) *Upstream {
+	t.Helper()
 	srv, err := replay.Load(FixturesDir(t))
 	if err != nil {
 		t.Fatal(err)
@@ -79,10 +88,13 @@ func StartWith(t testing.TB, p *upstream.Provider, secrets map[string]string, op
 	t.Cleanup(func() { _ = stop() })
 	// Configured like a live deployment pointed at a test server, so the
 	// credentials given here are the ones sent (replay mode never sends real ones).
-	values := map[string]string{p.BaseURLVar(): base + "/" + p.Name}
-	for _, sec := range p.Secrets {
-		if sec.Required {
-			values[sec.Name] = upstream.ReplaySecret
+	values := map[string]string{}
+	for _, p := range providers {
+		values[p.BaseURLVar()] = base + "/" + p.Name
+		for _, sec := range p.Secrets {
+			if sec.Required {
+				values[sec.Name] = upstream.ReplaySecret
+			}
 		}
 	}
 	for k, v := range secrets {
@@ -92,8 +104,8 @@ func StartWith(t testing.TB, p *upstream.Provider, secrets map[string]string, op
 		v, ok := values[name]
 		return v, ok
 	}
-	runner := upstream.NewRunner([]*upstream.Provider{p}, upstream.Settings{Lookup: lookup, Options: opts})
-	return &Upstream{Provider: p, Replay: srv, Runner: runner}
+	runner := upstream.NewRunner(providers, upstream.Settings{Lookup: lookup, Options: opts})
+	return &Upstream{Provider: providers[0], Replay: srv, Runner: runner}
 }
 
 // Serve validates query for endpoint as the pipeline does and runs it.

@@ -267,25 +267,9 @@ func TestDealsServices(t *testing.T) {
 // TestDealsFailover: the site's robot check fails over to Zyte API, which
 // is asked for the same public URL, filters included.
 func TestDealsFailover(t *testing.T) {
-	srv, err := replay.Load(adaptertest.FixturesDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, stop, err := srv.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stop() })
 	site := amazon.Site()
 	providers := []*upstream.Provider{pages.Direct(site), pages.Zyte(site), pages.ScraperAPI(site)}
-	values := map[string]string{pages.ZyteKeySecret: upstream.ReplaySecret, pages.ScraperAPIKeySecret: upstream.ReplaySecret}
-	for _, p := range providers {
-		values[p.BaseURLVar()] = base + "/" + p.Name
-	}
-	runner := upstream.NewRunner(providers, upstream.Settings{
-		Lookup:  func(k string) (string, bool) { v, ok := values[k]; return v, ok },
-		Options: options(),
-	})
+	runner := adaptertest.StartRoutes(t, providers, nil, options()).Runner
 	out := runner.Serve(context.Background(), dealsEP, validated(t, dealsEP, "categories=captcha-test"))
 	if out.Fault != nil || out.Trace.ServedBy != pages.ZyteName {
 		t.Fatalf("fault %v, served by %q, legs %+v", out.Fault, out.Trace.ServedBy, out.Trace.Legs)

@@ -296,27 +296,6 @@ func wantWarnings(t *testing.T, data map[string]any, fragments ...string) {
 // runner serves the fixtures to several providers at once.
 func runner(t *testing.T, ps ...*upstream.Provider) (*upstream.Runner, *replay.Server) {
 	t.Helper()
-	srv, err := replay.Load(adaptertest.FixturesDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, stop, err := srv.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stop() })
-	values := map[string]string{}
-	for k, v := range secrets {
-		values[k] = v
-	}
-	for _, p := range ps {
-		values[p.BaseURLVar()] = base + "/" + p.Name
-		for _, s := range p.Secrets {
-			if _, ok := values[s.Name]; !ok {
-				values[s.Name] = upstream.ReplaySecret
-			}
-		}
-	}
-	lookup := func(name string) (string, bool) { v, ok := values[name]; return v, ok }
-	return upstream.NewRunner(ps, upstream.Settings{Lookup: lookup, Options: adaptertest.Options}), srv
+	u := adaptertest.StartRoutes(t, ps, secrets, adaptertest.Options)
+	return u.Runner, u.Replay
 }

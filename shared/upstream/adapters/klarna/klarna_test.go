@@ -17,7 +17,6 @@ import (
 	"github.com/meridian-data/meridian/shared/upstream/adapters/klarna"
 	"github.com/meridian-data/meridian/shared/upstream/adaptertest"
 	"github.com/meridian-data/meridian/shared/upstream/pages"
-	"github.com/meridian-data/meridian/shared/upstream/replay"
 )
 
 const endpoint = klarna.Endpoint
@@ -206,25 +205,10 @@ func TestBlockedFailsOver(t *testing.T) {
 		t.Errorf("reason %q", out.Fault.Reason)
 	}
 
-	srv, err := replay.Load(adaptertest.FixturesDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, stop, err := srv.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stop() })
 	site := klarna.Site()
 	providers := []*upstream.Provider{pages.Direct(site), pages.Zyte(site), pages.ScraperAPI(site)}
-	values := map[string]string{pages.ZyteKeySecret: zyteKey, pages.ScraperAPIKeySecret: scraperKey}
-	for _, p := range providers {
-		values[p.BaseURLVar()] = base + "/" + p.Name
-	}
-	runner := upstream.NewRunner(providers, upstream.Settings{
-		Lookup:  func(k string) (string, bool) { v, ok := values[k]; return v, ok },
-		Options: serviceOptions(),
-	})
+	secrets := map[string]string{pages.ZyteKeySecret: zyteKey, pages.ScraperAPIKeySecret: scraperKey}
+	runner := adaptertest.StartRoutes(t, providers, secrets, serviceOptions()).Runner
 	res := serve(t, runner, "id=3201350617&category=94&region=se")
 	if res.Fault != nil {
 		t.Fatalf("fault %v", res.Fault)

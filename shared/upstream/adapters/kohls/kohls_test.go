@@ -13,7 +13,6 @@ import (
 	"github.com/meridian-data/meridian/shared/upstream/adapters/kohls"
 	"github.com/meridian-data/meridian/shared/upstream/adaptertest"
 	"github.com/meridian-data/meridian/shared/upstream/pages"
-	"github.com/meridian-data/meridian/shared/upstream/replay"
 )
 
 const endpoint = "retailer_a/search"
@@ -205,24 +204,7 @@ func TestFailover(t *testing.T) {
 // chain serves the fixtures to several providers at once, in route order.
 func chain(t *testing.T, providers ...*upstream.Provider) *upstream.Runner {
 	t.Helper()
-	srv, err := replay.Load(adaptertest.FixturesDir(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, stop, err := srv.Listen("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = stop() })
-	values := map[string]string{}
-	for _, p := range providers {
-		values[p.BaseURLVar()] = base + "/" + p.Name
-		for _, s := range p.Secrets {
-			values[s.Name] = upstream.ReplaySecret
-		}
-	}
-	lookup := func(k string) (string, bool) { v, ok := values[k]; return v, ok }
-	return upstream.NewRunner(providers, upstream.Settings{Lookup: lookup, Options: adaptertest.Options})
+	return adaptertest.StartRoutes(t, providers, nil, adaptertest.Options).Runner
 }
 
 func serve(t *testing.T, r *upstream.Runner, query string) upstream.Outcome {
