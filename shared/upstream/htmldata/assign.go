@@ -3,14 +3,16 @@ package htmldata
 import (
 	"bytes"
 	"encoding/json"
+	"iter"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/meridian-data/meridian/shared/upstream"
 )
 
-// maxAssignTries bounds the assignments of one name that Assigned tries to
-// decode, so a page repeating the name cannot make it quadratic.
+// maxAssignTries bounds the assignments of one name that Assigned and
+// AssignedMember try to decode, so a page repeating the name cannot make
+// them quadratic.
 const maxAssignTries = 64
 
 // Assigned returns the JSON value that an inline script assigns to name
@@ -19,38 +21,53 @@ func Assigned(page []byte, name string) (json.RawMessage, error) {
 	if name == "" {
 		return nil, upstream.MalformedFault("no name to look for in a %d-byte page", len(page))
 	}
-	needle := []byte(name)
 	problem := ""
-	tries := 0
-	for s := range Scripts(page) {
-		if isData(s.Type) {
-			continue
+	for expr := range assignments(page, name) {
+		v, p := valueAt(expr)
+		if p == "" {
+			return v, nil
 		}
-		text := s.Text
-		for i := 0; tries < maxAssignTries; {
-			k := bytes.Index(text[i:], needle)
-			if k < 0 {
-				break
-			}
-			at := i + k
-			i = at + len(needle)
-			j, ok := assignmentAt(text, at, len(needle))
-			if !ok {
-				continue
-			}
-			tries++
-			v, p := valueAt(text[j:])
-			if p == "" {
-				return v, nil
-			}
-			problem = p
-		}
+		problem = p
 	}
 	if problem != "" {
 		return nil, upstream.MalformedFault("%s is assigned no JSON value (%s) in a %d-byte page",
 			name, problem, len(page))
 	}
 	return nil, upstream.MalformedFault("no script assigns %s in a %d-byte page", name, len(page))
+}
+
+// assignments yields the expressions that the page's inline scripts assign
+// to name, in document order, at most maxAssignTries of them.
+func assignments(page []byte, name string) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		needle := []byte(name)
+		tries := 0
+		for s := range Scripts(page) {
+			if isData(s.Type) {
+				continue
+			}
+			text := s.Text
+			for i := 0; ; {
+				if tries >= maxAssignTries {
+					return
+				}
+				k := bytes.Index(text[i:], needle)
+				if k < 0 {
+					break
+				}
+				at := i + k
+				i = at + len(needle)
+				j, ok := assignmentAt(text, at, len(needle))
+				if !ok {
+					continue
+				}
+				tries++
+				if !yield(text[j:]) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // assignmentAt tells whether the name at text[at:at+n] is assigned to, and
@@ -108,37 +125,47 @@ var jsonParse = []byte("JSON.parse(")
 // valueAt decodes the JSON value an assigned expression starts with; on
 // failure it says why, without quoting the script.
 func valueAt(expr []byte) (json.RawMessage, string) {
+	v, n, p := jsonValue(expr)
+	switch {
+	case p != "":
+		return nil, p
+	case !ends(expr, n) && bytes.HasPrefix(expr, jsonParse):
+		return nil, "JSON.parse inside a longer expression"
+	case !ends(expr, n):
+		return nil, "the JSON value is part of a longer expression"
+	}
+	return v, ""
+}
+
+// jsonValue decodes the strict JSON value, or JSON.parse of one string
+// literal, that expr starts with and says how many bytes it spans; on
+// failure it says why, without quoting the script.
+func jsonValue(expr []byte) (json.RawMessage, int, string) {
 	if bytes.HasPrefix(expr, jsonParse) {
 		k := skipSpace(expr, len(jsonParse))
 		if k >= len(expr) || expr[k] != '"' && expr[k] != '\'' {
-			return nil, "JSON.parse of something other than a quoted string"
+			return nil, 0, "JSON.parse of something other than a quoted string"
 		}
 		str, n, ok := jsString(expr[k:])
 		if !ok {
-			return nil, "JSON.parse of an unterminated or unsupported string literal"
+			return nil, 0, "JSON.parse of an unterminated or unsupported string literal"
 		}
 		k = skipSpace(expr, k+n)
 		if k >= len(expr) || expr[k] != ')' {
-			return nil, "JSON.parse with more than a string literal"
-		}
-		if !ends(expr, k+1) {
-			return nil, "JSON.parse inside a longer expression"
+			return nil, 0, "JSON.parse with more than a string literal"
 		}
 		var v json.RawMessage
 		if err := json.Unmarshal(str, &v); err != nil {
-			return nil, "JSON.parse argument: " + jsonProblem(err)
+			return nil, 0, "JSON.parse argument: " + jsonProblem(err)
 		}
-		return v, ""
+		return v, k + 1, ""
 	}
 	dec := json.NewDecoder(bytes.NewReader(expr))
 	var v json.RawMessage
 	if err := dec.Decode(&v); err != nil {
-		return nil, jsonProblem(err)
+		return nil, 0, jsonProblem(err)
 	}
-	if !ends(expr, int(dec.InputOffset())) {
-		return nil, "the JSON value is part of a longer expression"
-	}
-	return v, ""
+	return v, int(dec.InputOffset()), ""
 }
 
 // ends tells whether the expression ends at b[i]: what follows could not

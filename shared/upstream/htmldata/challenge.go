@@ -46,6 +46,16 @@ const (
 //   - Distil/Imperva: title "Pardon Our Interruption" or the
 //     distilCaptchaForm; Incapsula: an iframe from /_Incapsula_Resource.
 //   - DDoS-Guard: title "DDoS-Guard".
+//   - Alibaba's slider captcha (the "punish" page of AliExpress, Taobao,
+//     1688, Lazada): the punish-component element; a script or iframe of
+//     the punish page from alicdn.com; a form action or iframe under
+//     /_____tmd_____/; title "Captcha Interception" (or its Chinese
+//     versions). On a near-empty page also: an inline script naming a
+//     /_____tmd_____/punish URL with x5secdata, the "Slide to verify"
+//     nocaptcha slider (ids nocaptcha, nc_1_wrapper, nc_1_n1z,
+//     nc_1__scale_text), or the
+//     rgv587_flag comment. Ordinary pages of these sites load the captcha
+//     SDKs (baxia, AWSC, nc.js) and may hold a nocaptcha login slider.
 //   - A reCAPTCHA, hCaptcha or Turnstile widget (element or iframe, not a
 //     script alone), or the title "Access Denied", on a near-empty page.
 //
@@ -61,6 +71,10 @@ func Challenge(page []byte) (reason string, blocked bool) {
 			return s.verdict(len(page))
 		case html.TextToken:
 			s.text(z, raw)
+		case html.CommentToken:
+			if bytes.Contains(z.Text(), rgv587) {
+				set(&s.alibabaWeak, "rgv587_flag comment")
+			}
 		case html.StartTagToken, html.SelfClosingTagToken:
 			raw = s.tag(z)
 			continue
@@ -79,6 +93,7 @@ type signals struct {
 	cfChallenge, cfBlock string
 	dataDome, px, amazon string
 	distil, incapsula    string
+	alibaba, alibabaWeak string // alibabaWeak counts on a near-empty page only
 	widget               string
 	pxAppID              bool
 	scriptIsData         bool // the pending script is a JSON data block
@@ -116,6 +131,9 @@ func (s *signals) tag(z *html.Tokenizer) string {
 		case "action":
 			if name == "form" {
 				a := strings.ToLower(string(v))
+				if strings.Contains(a, tmdPath) {
+					set(&s.alibaba, "_____tmd_____ form")
+				}
 				if strings.Contains(a, "validatecaptcha") {
 					set(&s.amazon, "validateCaptcha form")
 				}
@@ -144,6 +162,9 @@ func (s *signals) tag(z *html.Tokenizer) string {
 	if name == "script" {
 		s.scriptIsData = isData(scriptType)
 	}
+	if name == "punish-component" {
+		set(&s.alibaba, "punish-component element")
+	}
 	if rawText[name] {
 		return name
 	}
@@ -160,6 +181,8 @@ func (s *signals) id(v string) {
 		set(&s.amazon, "captcha characters input")
 	case "distilCaptchaForm":
 		set(&s.distil, "distilCaptchaForm")
+	case "nocaptcha", "nc_1_wrapper", "nc_1_n1z", "nc_1__scale_text":
+		set(&s.alibabaWeak, "nocaptcha slider")
 	}
 }
 
@@ -181,6 +204,10 @@ func (s *signals) src(tag, v string) {
 		set(&s.dataDome, "captcha-delivery.com "+tag)
 	case inDomain(host, "px-cdn.net") && strings.Contains(u.Path, "captcha"):
 		set(&s.px, "px-cdn.net captcha script")
+	case inDomain(host, "alicdn.com") && strings.Contains(u.Path, "punish"):
+		set(&s.alibaba, "punish page "+tag)
+	case tag == "iframe" && strings.Contains(u.Path, tmdPath):
+		set(&s.alibaba, "_____tmd_____ iframe")
 	case tag == "iframe" && strings.Contains(u.Path, "_incapsula_resource"):
 		set(&s.incapsula, "_Incapsula_Resource iframe")
 	case tag == "iframe" && isWidgetFrame(host, u.Path):
@@ -216,7 +243,14 @@ var (
 	ddVar           = []byte("var dd")
 	akamaiRef       = []byte("Reference #")
 	edgesuite       = []byte("errors.edgesuite.net")
+	punishURL       = []byte("_____tmd_____/punish")
+	x5secdata       = []byte("x5secdata")
+	rgv587          = []byte("rgv587_flag")
 )
+
+// tmdPath is the path under which Alibaba's anti-bot serves its punish
+// (captcha) and verify pages.
+const tmdPath = "/_____tmd_____/"
 
 // text inspects a text token: raw is the element it belongs to, "" for
 // ordinary (visible) text.
@@ -244,6 +278,9 @@ func (s *signals) text(z *html.Tokenizer, raw string) {
 		}
 		if bytes.Contains(t, captchaDelivery) && bytes.Contains(t, ddVar) {
 			set(&s.dataDome, "captcha-delivery.com dd script")
+		}
+		if bytes.Contains(t, punishURL) && bytes.Contains(t, x5secdata) {
+			set(&s.alibabaWeak, "punish URL script")
 		}
 	case "", "textarea":
 		t := z.Text()
@@ -302,6 +339,12 @@ func (s *signals) verdict(size int) (string, bool) {
 		return "incapsula block: " + s.incapsula, true
 	case title == "ddos-guard":
 		return "ddos-guard challenge: title", true
+	case s.alibaba != "":
+		return "alibaba captcha: " + s.alibaba, true
+	case title == "captcha interception" || title == "验证码拦截" || title == "驗證碼攔截":
+		return "alibaba captcha: title", true
+	case tiny && s.alibabaWeak != "":
+		return "alibaba captcha: " + s.alibabaWeak + " on a near-empty page", true
 	case tiny && s.widget != "":
 		return "captcha page: " + s.widget + " on a near-empty page", true
 	case tiny && title == "access denied":

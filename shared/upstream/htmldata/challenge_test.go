@@ -84,6 +84,22 @@ const recaptchaInterstitial = `<html><head><title>Security check</title>
 <form action="/verify" method="POST"><div class="g-recaptcha" data-sitekey="6Lc_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"></div>
 <button>Continue</button></form></body></html>`
 
+// alibabaPunish is Alibaba's slider captcha as AliExpress serves it in
+// place of a search page: the punish-component, its config naming the
+// /_____tmd_____/punish URL with x5secdata, the nocaptcha container the
+// slider ("Slide to verify") renders into, and the punish page script.
+const alibabaPunish = `<!DOCTYPE html><html><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width,initial-scale=1,minimum-scale=1,maximum-scale=1,user-scalable=no" />
+<link rel="stylesheet" href="https://g.alicdn.com/bsop-static/sufei-punish/0.1.91/build/main.css"></head>
+<body><punish-component /><script>
+window._config_ = {"renderTo":"#nocaptcha","action":"captcha","HOST":"www.aliexpress.com:443","PATH":"/w/wholesale-usb-c-cable.html",
+"FORMACTIOIN":"/_____tmd_____/verify/","BXSTEP":"100","SECDATA":"5e0c8e13sample","NCAPPKEY":"X82Y__sample",
+"url":"/w/wholesale-usb-c-cable.html/_____tmd_____/punish?x5secdata=5e0c8e13sample&x5step=1"};
+</script><div id="nocaptcha"><div id="nc_1_wrapper"><div id="nc_1_n1t" class="nc_scale"><span id="nc_1_n1z" class="nc_iconfont btn_slide"></span>
+<div id="nc_1__scale_text" class="scale_text"><span class="nc-lang-cnt">Please slide to verify</span></div></div></div></div>
+<!--rgv587_flag:sm-->
+</body><script charset="utf-8" src="//g.alicdn.com/bsop-static/sufei-punish/0.1.91/build/punishpage.min.js" crossorigin></script></html>`
+
 // productText is enough visible text for an ordinary page.
 var productText = strings.Repeat(`<p>The Trail Runner 3 pairs a cushioned midsole with a grippy outsole for
 mixed terrain; its breathable mesh upper dries fast and the gusseted tongue keeps grit out.</p>`, 20)
@@ -132,6 +148,24 @@ func TestChallenge(t *testing.T) {
 			"captcha page: captcha iframe on a near-empty page"},
 		{"bare access denied", `<html><head><title>Access Denied</title></head><body><h1>Access Denied</h1></body></html>`,
 			"access denied page: title on a near-empty page"},
+		{"alibaba punish page", alibabaPunish, "alibaba captcha: punish-component element"},
+		{"alibaba punish page script only", `<html><head><title>AliExpress</title></head><body>` + productText +
+			`<script src="https://g.alicdn.com/bsop-static/sufei-punish/0.1.91/build/punishpage.min.js"></script></body></html>`,
+			"alibaba captcha: punish page script"},
+		{"alibaba verify form", `<html><body><form id="nc-verify-form" action="/_____tmd_____/verify/" method="get">` +
+			`<input name="nc_token" type="hidden"></form></body></html>`, "alibaba captcha: _____tmd_____ form"},
+		{"alibaba punish iframe", `<html><body><div class="baxia-dialog"><iframe src="https://www.aliexpress.com/w/x.html/_____tmd_____/punish?x5secdata=abc&x5step=2"></iframe></div></body></html>`,
+			"alibaba captcha: _____tmd_____ iframe"},
+		{"alibaba title", `<html><head><title>Captcha Interception</title></head><body>` + productText + `</body></html>`,
+			"alibaba captcha: title"},
+		{"alibaba title in Chinese", `<html><head><title>验证码拦截</title></head><body></body></html>`, "alibaba captcha: title"},
+		{"alibaba config script on a near-empty page", `<html><body><script>window._config_ = {"action":"captcha",` +
+			`"url":"https://www.aliexpress.com//w/x.html/_____tmd_____/punish?x5secdata=abc&x5step=1"};</script></body></html>`,
+			"alibaba captcha: punish URL script on a near-empty page"},
+		{"alibaba slider on a near-empty page", `<html><body><div id="nocaptcha"><div id="nc_1_wrapper"></div></div></body></html>`,
+			"alibaba captcha: nocaptcha slider on a near-empty page"},
+		{"alibaba deny page flag", `<html><body><p>Unusual traffic detected, please try again later</p><!--rgv587_flag:sm--></body></html>`,
+			"alibaba captcha: rgv587_flag comment on a near-empty page"},
 		{"uppercase tags and a byte order mark", "\uFEFF<HTML><HEAD><TITLE>Robot Check</TITLE></HEAD></HTML>", "amazon captcha: title"},
 	}
 	for _, c := range cases {
@@ -176,6 +210,18 @@ func TestChallengeLookAlikes(t *testing.T) {
 			<script id="__NEXT_DATA__" type="application/json">{"note":"window._cf_chl_opt = {}; var dd={'host':'geo.captcha-delivery.com'}"}</script></body></html>`,
 		"an svg titled Robot Check after the real title": `<html><head><title>Robot vacuum R2</title></head><body>
 			<svg><title>Robot Check</title></svg>` + productText + `</body></html>`,
+		"aliexpress page with captcha SDKs and a login slider": `<html><head><title>Usb C Cable - AliExpress</title>
+			<script src="//g.alicdn.com/sd/baxia-entry/baxiaCommon.js"></script><script src="//g.alicdn.com/AWSC/AWSC/awsc.js"></script>
+			<script src="//g.alicdn.com/sd/ncpc/nc.js?t=2015052012"></script>
+			<script>window.baxiaCommon && baxiaCommon.init({checkApiPath: function (p) { return p.indexOf("/_____tmd_____/punish?x5secdata=") < 0 }});</script>
+			</head><body><h1>Usb C Cable</h1>` + productText + `<form action="/login"><div id="nocaptcha"><div id="nc_1_wrapper"></div></div></form>
+			<!-- the page's own comment, not rgv587 --></body></html>`,
+		"help article about the slider captcha": `<html><head><title>Why do I see "Captcha Interception"? – Help</title></head><body>` + productText +
+			`<p>If a page titled Captcha Interception asks you to slide to verify, the address holds /_____tmd_____/punish?x5secdata=…</p>
+			<pre><code>&lt;punish-component /&gt; &lt;div id="nocaptcha"&gt; &lt;!--rgv587_flag:sm--&gt;</code></pre></body></html>`,
+		"product titled like the captcha page": `<html><head><title>Captcha Interception Kit</title></head><body>` + productText + `</body></html>`,
+		"punish URL in a data script": `<html><head><title>Usb C Cable</title></head><body><div id="root"></div>
+			<script type="application/json">{"redirect":"/_____tmd_____/punish?x5secdata=abc"}</script></body></html>`,
 		"empty page":   ``,
 		"text only":    `just some text`,
 		"Next.js page": nextProductPage,

@@ -18,6 +18,9 @@ func FuzzExtract(f *testing.F) {
 	for _, page := range []string{
 		nextProductPage, jsonLDPage, apolloPage, jsonParsePage, cloudflareManaged, cloudflareBlocked,
 		dataDomeBlocked, perimeterXBlocked, amazonCaptcha, akamaiDenied, incapsulaBlocked, recaptchaInterstitial,
+		didaPage, alibabaPunish,
+		"<script>__X__ = {f: function () { return /}/.test(`${'}'}`) }, \"data\": [1], data: {a: 1}}</script>",
+		"<script>__X__ = {a: `${`${{}}`}`, b: x / 2 / 3, 'data': JSON.parse('1')}</script>",
 		`<script>window["__X__"] = JSON.parse("\ud83d\u{1F600}\x41\
 ");</script>`,
 		"<script><!--<script>window.__X__ = 1</script>-->{}</script>",
@@ -27,10 +30,14 @@ func FuzzExtract(f *testing.F) {
 	}
 	f.Add([]byte(apolloPage), "__APOLLO_STATE__")
 	f.Add([]byte(jsonParsePage), "__PRELOADED_STATE__")
+	f.Add([]byte(didaPage), "_init_data_")
 	f.Fuzz(func(t *testing.T, page []byte, name string) {
 		orig := bytes.Clone(page)
 		checkJSON(t, "NextData", page)(htmldata.NextData(page))
 		checkJSON(t, "Assigned", page)(htmldata.Assigned(page, name))
+		checkJSON(t, "AssignedMember", page)(htmldata.AssignedMember(page, name, "data"))
+		// name as the member too, so the fuzzer varies keys.
+		checkJSON(t, "AssignedMember", page)(htmldata.AssignedMember(page, "__X__", name))
 		objs, err := htmldata.JSONLD(page)
 		checkFault(t, "JSONLD", err)
 		for _, obj := range objs {

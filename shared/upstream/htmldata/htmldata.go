@@ -14,6 +14,8 @@
 //     schema.org @type (a string or an array, compared case-sensitively;
 //     "Product" also matches "schema:Product" and the schema.org IRIs).
 //   - Assigned returns the JSON value an inline script assigns to a name.
+//   - AssignedMember returns the JSON value of one member of an object
+//     literal an inline script assigns to a name.
 //   - Challenge tells whether the page is a bot-protection block or
 //     challenge page instead of the content (see its comment).
 //
@@ -34,6 +36,21 @@
 // undefined, trailing commas) and template literals are not supported: the
 // name is then reported as assigned no JSON value. When a name is assigned
 // several times, the first JSON assignment wins.
+//
+// AssignedMember finds the same assignments and reads an object literal
+// there, name = { other: …, key: <JSON>, … }, as pages that wrap their data
+// in one do (window._dida_config_._init_data_ = { data: {…} }). Member
+// names may be bare, numbers or quoted; the wanted member's value is
+// decoded as Assigned decodes a value and must be followed by "," or "}",
+// and the object must end the expression as Assigned's value must. Other
+// members need not be JSON: their values (functions, variables, regular
+// expression and template literals) are skipped by following strings,
+// comments and brackets, without running anything. A member that cannot
+// be followed (an unterminated string, unmatched brackets) stops reading:
+// before the wanted member that is a fault, after it what was read stands.
+// As in JavaScript, a later member of the same name replaces an earlier
+// one. The value may also be JSON.parse of a string literal holding an
+// object. The first assignment with a JSON member of that name wins.
 //
 // Errors are *upstream.Fault of kind Malformed. Their reason says what was
 // missing or invalid and the page's size in bytes, never any of the page's

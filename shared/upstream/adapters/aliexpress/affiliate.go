@@ -36,6 +36,20 @@ const (
 	responseName = "aliexpress_affiliate_product_query_response"
 )
 
+// The _warnings sentences of the affiliate API route, fixed so that callers
+// can match them: what its answers lack or mean differently from the
+// search pages'.
+const (
+	warnAPIRating = "rating is null: the affiliate API gives no star rating " +
+		"(its evaluate_rate is a share of positive feedback, not stars)."
+	warnAPISales = "sales is the affiliate API's recent sales count (lastest_volume), " +
+		"which can differ from the sold count the search page shows."
+	warnAPICards    = "listing_type, sales_label and selling_points are not available from the affiliate API; they are null."
+	warnAPICurrency = "Some prices are not in the requested currency: the affiliate API gave them only in the " +
+		"product's own currency, and currency is that of the first product with one."
+	warnAPIOrders = "sort total_tranpro_desc is served as the affiliate API's order by recent sales volume (LAST_VOLUME_DESC)."
+)
+
 // Provider is the affiliate API route: first in route order, eligible only
 // with the operator's app key and secret.
 func Provider() *upstream.Provider {
@@ -212,6 +226,7 @@ func apiSearch(ctx context.Context, c *upstream.Call) (any, error) {
 	if res == nil {
 		return nil, upstream.MalformedFault("the affiliate API answered resp_code 200 without a result (%d bytes)", len(resp.Body))
 	}
+	otherCurrency := false
 	if res.Products != nil {
 		for _, p := range res.Products.Product {
 			if it, cur, ok := mapAPIProduct(p); ok {
@@ -219,7 +234,17 @@ func apiSearch(ctx context.Context, c *upstream.Call) (any, error) {
 				if out.Currency == nil && cur != "" {
 					out.Currency = &cur
 				}
+				otherCurrency = otherCurrency || cur != "" && cur != r.currency
 			}
+		}
+	}
+	if len(out.Items) > 0 {
+		out.Warnings = []string{warnAPIRating, warnAPISales, warnAPICards}
+		if otherCurrency {
+			out.Warnings = append(out.Warnings, warnAPICurrency)
+		}
+		if r.sort == "total_tranpro_desc" {
+			out.Warnings = append(out.Warnings, warnAPIOrders)
 		}
 	}
 	if out.Currency == nil {

@@ -174,6 +174,7 @@ type result struct {
 	Region   string   `json:"region"`
 	Sorts    []string `json:"sorts"`
 	Total    *float64 `json:"total"`
+	Warnings []string `json:"_warnings,omitempty"`
 }
 
 type item struct {

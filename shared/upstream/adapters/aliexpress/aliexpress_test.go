@@ -63,6 +63,44 @@ func TestAPISearchData(t *testing.T) {
 	if len(sorts) != 4 || sorts[0] != "default" {
 		t.Fatalf("sorts %v", sorts)
 	}
+	wantWarnings(t, data, "rating is null", "sales is the affiliate API's recent sales count", "selling_points are not available")
+}
+
+// TestAPIOrdersSortWarning: the orders sort is served as the API's recent
+// sales order, and the answer says so.
+func TestAPIOrdersSortWarning(t *testing.T) {
+	u := startAPI(t, nil)
+	out := u.Serve(t, endpoint, "query=usb+c+cable&sort=total_tranpro_desc")
+	if out.Fault != nil {
+		t.Fatal(out.Fault)
+	}
+	b, err := json.Marshal(out.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data map[string]any
+	if err := json.Unmarshal(b, &data); err != nil {
+		t.Fatal(err)
+	}
+	wantWarnings(t, data, "rating is null", "sales is", "selling_points", "LAST_VOLUME_DESC")
+}
+
+// wantWarnings requires data's _warnings to hold one line per fragment, in
+// order, each containing it; no fragments means no _warnings at all.
+func wantWarnings(t *testing.T, data map[string]any, fragments ...string) {
+	t.Helper()
+	got, _ := data["_warnings"].([]any)
+	if _, present := data["_warnings"]; present && len(fragments) == 0 {
+		t.Fatalf("_warnings %v; want none", data["_warnings"])
+	}
+	if len(got) != len(fragments) {
+		t.Fatalf("_warnings %v; want %d lines", got, len(fragments))
+	}
+	for i, f := range fragments {
+		if s, _ := got[i].(string); !strings.Contains(s, f) {
+			t.Errorf("_warnings[%d] = %q; want it to contain %q", i, got[i], f)
+		}
+	}
 }
 
 func TestAPIParameterMapping(t *testing.T) {
@@ -134,6 +172,7 @@ func TestAPIEmptyAndSparse(t *testing.T) {
 		if data["count"] != 0.0 || len(adaptertest.Items(t, data)) != 0 || data["has_more"] != false {
 			t.Fatalf("%s: %v", q, data)
 		}
+		wantWarnings(t, data)
 	}
 	data := u.Data(t, endpoint, "query=sparse", "search-sparse")
 	items := adaptertest.Items(t, data)
@@ -141,6 +180,8 @@ func TestAPIEmptyAndSparse(t *testing.T) {
 		items[0]["sales"] != nil || items[0]["image"] != nil || data["currency"] != "EUR" || data["total"] != nil || data["has_more"] != false {
 		t.Fatalf("sparse: %v", data)
 	}
+	// EUR prices for a USD request: the product's own currency.
+	wantWarnings(t, data, "rating", "sales", "selling_points", "not in the requested currency")
 }
 
 func TestAPIFaults(t *testing.T) {
@@ -280,6 +321,8 @@ func TestDirectBlockedAndChanged(t *testing.T) {
 	if !strings.Contains(blocked.Fault.Reason, "captcha") {
 		t.Errorf("blocked reason %q", blocked.Fault.Reason)
 	}
+	// The site's route adds no _warnings.
+	wantWarnings(t, u.Data(t, endpoint, "query=usb+c+cable", "search-usb-c-cable"))
 	for q, what := range map[string]string{
 		"changed+shape": "mods.itemList",
 		"redesigned":    "no _init_data_ assignment",

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/pages"
 )
 
 // The Open Platform's signature for business APIs, against a value
@@ -63,5 +64,20 @@ func TestInitData(t *testing.T) {
 		if !ok || f.Kind != upstream.Malformed || !strings.Contains(f.Reason, "-byte page") || strings.Contains(f.Reason, "root: 1") {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// TestBlockedPunishURL: a fetch that ended on the captcha's URL is blocked
+// whatever its body; the search page's own URL is not.
+func TestBlockedPunishURL(t *testing.T) {
+	body := []byte("<html><body><div id=\"root\"></div></body></html>")
+	punish := &pages.Page{Status: 200, Body: body,
+		URL: "https://www.aliexpress.com//w/wholesale-usb-c-cable.html/_____tmd_____/punish?x5secdata=x&x5step=1"}
+	if reason, ok := blocked(punish); !ok || !strings.Contains(reason, "captcha") {
+		t.Errorf("punish URL: %q %v", reason, ok)
+	}
+	search := &pages.Page{Status: 200, Body: body, URL: "https://www.aliexpress.com/w/wholesale-usb-c-cable.html?SearchText=usb+c+cable"}
+	if reason, ok := blocked(search); ok {
+		t.Errorf("search page blocked: %q", reason)
 	}
 }

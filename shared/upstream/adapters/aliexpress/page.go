@@ -1,7 +1,6 @@
 package aliexpress
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,20 +34,16 @@ func Site() *pages.Site {
 	}
 }
 
-// punishMarker is in the path of Alibaba's slider captcha ("x5" punish
-// page: /_____tmd_____/punish?x5secdata=…), which the site serves in place
-// of a search page to traffic it suspects.
-var punishMarker = []byte("_____tmd_____")
-
-// blocked recognises the generic bot walls and AliExpress's own captcha;
-// the captcha marker counts only on a page without search data, in case a
-// real page's scripts ever name it.
+// blocked recognises the bot walls htmldata.Challenge knows, AliExpress's
+// slider captcha (Alibaba's punish page) among them. The site may also
+// redirect to the captcha's URL (/_____tmd_____/punish?x5secdata=…),
+// which only the page's URL shows.
 func blocked(p *pages.Page) (string, bool) {
 	if reason, ok := htmldata.Challenge(p.Body); ok {
 		return reason, true
 	}
-	if (bytes.Contains(p.Body, punishMarker) || strings.Contains(p.URL, string(punishMarker))) && !bytes.Contains(p.Body, initName) {
-		return "AliExpress slider captcha (punish page)", true
+	if strings.Contains(p.URL, "/_____tmd_____/") {
+		return "alibaba captcha: punish URL", true
 	}
 	return "", false
 }
@@ -301,109 +296,11 @@ func exactSold(desc string) (float64, bool) {
 	return f, err == nil
 }
 
-// initName is the property the search page assigns its server-rendered
-// data to: window._dida_config_._init_data_ = { data: {…JSON…} }.
-var initName = []byte("_init_data_")
-
-// initData returns the JSON value of the page's init data. The page
-// assigns it inside a JavaScript object literal whose one key is unquoted
-// ({ data: <JSON> }), which htmldata.Assigned does not read (it takes
-// strict JSON only), so the literal's single member is read here: with
-// the tokenizer's script text, a JSON decoder, and no regular expressions.
-// A strict JSON assignment ({"data": …}) is read by htmldata.Assigned.
+// initData returns the server-rendered data the search page assigns in
+// window._dida_config_._init_data_ = { data: {…JSON…} }: the member of an
+// object literal whose key is bare, so not JSON as a whole.
 func initData(page []byte) (json.RawMessage, error) {
-	if v, err := htmldata.Assigned(page, string(initName)); err == nil {
-		var wrapper struct {
-			Data json.RawMessage `json:"data"`
-		}
-		if json.Unmarshal(v, &wrapper) == nil && len(wrapper.Data) > 0 {
-			return wrapper.Data, nil
-		}
-	}
-	found, problem := false, ""
-	for s := range htmldata.Scripts(page) {
-		if strings.HasSuffix(s.Type, "json") {
-			continue
-		}
-		text := s.Text
-		for i := 0; ; {
-			k := bytes.Index(text[i:], initName)
-			if k < 0 {
-				break
-			}
-			at := i + k
-			i = at + len(initName)
-			rest, ok := afterAssign(text, at, len(initName))
-			if !ok {
-				continue // a read of the property, not its assignment
-			}
-			found = true
-			v, p := dataMember(rest)
-			if p == "" {
-				return v, nil
-			}
-			problem = p
-		}
-	}
-	if !found {
-		return nil, upstream.MalformedFault("no %s assignment in a %d-byte page", initName, len(page))
-	}
-	return nil, upstream.MalformedFault("%s is not { data: <JSON> } (%s) in a %d-byte page", initName, problem, len(page))
-}
-
-// afterAssign returns what follows "name =" when text[at:] is the name
-// assigned (not compared, not part of a longer identifier).
-func afterAssign(text []byte, at, n int) ([]byte, bool) {
-	if at > 0 && isIdent(text[at-1]) {
-		return nil, false
-	}
-	j := at + n
-	if j < len(text) && isIdent(text[j]) {
-		return nil, false
-	}
-	j = skipSpace(text, j)
-	if j >= len(text) || text[j] != '=' || (j+1 < len(text) && (text[j+1] == '=' || text[j+1] == '>')) {
-		return nil, false
-	}
-	return text[skipSpace(text, j+1):], true
-}
-
-// dataMember decodes <JSON> in "{ data: <JSON> }" (the key bare or
-// quoted); on failure it says why without quoting the page.
-func dataMember(b []byte) (json.RawMessage, string) {
-	if len(b) == 0 || b[0] != '{' {
-		return nil, "not an object literal"
-	}
-	i := skipSpace(b, 1)
-	switch {
-	case bytes.HasPrefix(b[i:], []byte("data")):
-		i += len("data")
-	case bytes.HasPrefix(b[i:], []byte(`"data"`)), bytes.HasPrefix(b[i:], []byte(`'data'`)):
-		i += len(`"data"`)
-	default:
-		return nil, "no data member first"
-	}
-	i = skipSpace(b, i)
-	if i >= len(b) || b[i] != ':' {
-		return nil, "no data member first"
-	}
-	dec := json.NewDecoder(bytes.NewReader(b[skipSpace(b, i+1):]))
-	var v json.RawMessage
-	if err := dec.Decode(&v); err != nil {
-		return nil, "its value is not JSON: " + jsonProblem(err)
-	}
-	return v, ""
-}
-
-func isIdent(c byte) bool {
-	return c == '_' || c == '$' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c >= 0x80
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r' || b[i] == '\f' || b[i] == '\v') {
-		i++
-	}
-	return i
+	return htmldata.AssignedMember(page, "_init_data_", "data")
 }
 
 // jsonProblem describes a JSON error by class and offset only: the
