@@ -33,7 +33,8 @@ func All() []*upstream.Provider {
 		youtube.Provider(),
 		github.Provider(),
 		etsy.Provider(),
-		aliexpress.Provider(), // the affiliate API, with the operator's app credentials
+		aliexpress.Provider(),        // the affiliate API, with the operator's app credentials
+		aliexpress.SimilarProvider(), // the same app's related products, under a monthly allowance
 	)
 	sites := Sites()
 	for _, s := range sites {

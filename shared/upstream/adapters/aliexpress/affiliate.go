@@ -30,11 +30,16 @@ const (
 const ProviderName = "aliexpress_affiliate"
 
 const (
-	gatewayPath  = "/sync"
-	queryMethod  = "aliexpress.affiliate.product.query"
-	signMethod   = "sha256"
-	responseName = "aliexpress_affiliate_product_query_response"
+	gatewayPath = "/sync"
+	queryMethod = "aliexpress.affiliate.product.query"
+	signMethod  = "sha256"
 )
+
+// responseName is the member a business method's answer comes under:
+// the method's name with underscores, then "_response".
+func responseName(method string) string {
+	return strings.ReplaceAll(method, ".", "_") + "_response"
+}
 
 // The _warnings sentences of the affiliate API route, fixed so that callers
 // can match them: what its answers lack or mean differently from the
@@ -57,16 +62,22 @@ func Provider() *upstream.Provider {
 		Name: ProviderName,
 		Protocol: "AliExpress Open Platform (IOP) business API over HTTPS: GET /sync with method=" + queryMethod +
 			", system parameters app_key, timestamp (epoch ms), sign_method=sha256 and sign (HMAC-SHA256 of the sorted parameters)",
-		Docs:    "https://openservice.aliexpress.com/doc/api.htm#/api?cid=21407&path=aliexpress.affiliate.product.query&methodType=GET/POST",
-		BaseURL: "https://api-sg.aliexpress.com",
-		Secrets: []upstream.Secret{
-			{Name: AppKeySecret, Required: true, Doc: "The app key of an AliExpress Open Platform app with affiliate API " +
-				"access (apply at portals.aliexpress.com > Tools > API; the key is in the Open Platform console, App Management)."},
-			{Name: AppSecretSecret, Required: true, Doc: "The same app's app secret; it signs every request and is never sent."},
-			{Name: TrackingIDSecret, Doc: "Optional affiliate tracking id (portals.aliexpress.com > Tools > Tracking ID); " +
-				"sent as tracking_id when set."},
-		},
+		Docs:      "https://openservice.aliexpress.com/doc/api.htm#/api?cid=21407&path=aliexpress.affiliate.product.query&methodType=GET/POST",
+		BaseURL:   "https://api-sg.aliexpress.com",
+		Secrets:   appSecrets(),
 		Endpoints: map[string]upstream.Adapter{search: apiSearch},
+	}
+}
+
+// appSecrets are the operator's app credentials, shared by every route
+// over the affiliate API.
+func appSecrets() []upstream.Secret {
+	return []upstream.Secret{
+		{Name: AppKeySecret, Required: true, Doc: "The app key of an AliExpress Open Platform app with affiliate API " +
+			"access (apply at portals.aliexpress.com > Tools > API; the key is in the Open Platform console, App Management)."},
+		{Name: AppSecretSecret, Required: true, Doc: "The same app's app secret; it signs every request and is never sent."},
+		{Name: TrackingIDSecret, Doc: "Optional affiliate tracking id (portals.aliexpress.com > Tools > Tracking ID); " +
+			"sent as tracking_id when set."},
 	}
 }
 
@@ -90,7 +101,7 @@ func sign(secret string, params url.Values) string {
 	return strings.ToUpper(hex.EncodeToString(mac.Sum(nil)))
 }
 
-// apiParams are the signed query of a product query.
+// apiParams are the query of a product query (callProducts signs it).
 func apiParams(c *upstream.Call, r request) (url.Values, error) {
 	if r.shipFrom != "" {
 		// product.query has no ship-from filter: let the pages answer.
@@ -100,12 +111,7 @@ func apiParams(c *upstream.Call, r request) (url.Values, error) {
 	if r.sort != "" && !ok {
 		return nil, &upstream.Fault{Kind: upstream.Rejected, Reason: "the affiliate API has no equivalent of sort " + strconv.Quote(r.sort)}
 	}
-	q := url.Values{}
-	q.Set("app_key", c.Secret(AppKeySecret))
-	q.Set("method", queryMethod)
-	q.Set("sign_method", signMethod)
-	q.Set("timestamp", strconv.FormatInt(c.Now.UnixMilli(), 10))
-	q.Set("format", "json")
+	q := gatewayQuery(c, queryMethod)
 	q.Set("keywords", r.query)
 	q.Set("page_no", strconv.Itoa(r.page))
 	q.Set("page_size", strconv.Itoa(perPage))
@@ -127,33 +133,113 @@ func apiParams(c *upstream.Call, r request) (url.Values, error) {
 	if r.maxPrice != nil {
 		q.Set("max_sale_price", strconv.FormatInt(int64(math.Round(*r.maxPrice*100)), 10))
 	}
-	if t := c.Secret(TrackingIDSecret); t != "" {
-		q.Set("tracking_id", t)
-	}
-	q.Set("sign", sign(c.Secret(AppSecretSecret), q))
 	return q, nil
 }
 
-// The answer of product.query: the result under <method>_response, or a
-// gateway error at the top level (IOP: code, type, message) or under
-// error_response (the older TOP form).
-type apiAnswer struct {
-	Response *struct {
-		RespResult *struct {
-			RespCode *flexString `json:"resp_code"`
-			RespMsg  string      `json:"resp_msg"`
-			Result   *struct {
-				CurrentPageNo      *flexNumber `json:"current_page_no"`
-				CurrentRecordCount *flexNumber `json:"current_record_count"`
-				TotalRecordCount   *flexNumber `json:"total_record_count"`
-				Products           *struct {
-					Product []apiProduct `json:"product"`
-				} `json:"products"`
-			} `json:"result"`
-		} `json:"resp_result"`
-	} `json:"aliexpress_affiliate_product_query_response"`
+// gatewayQuery is what every affiliate method's request starts with: the
+// system parameters, the method and the tracking id when configured.
+// callProducts signs it once the business parameters are set.
+func gatewayQuery(c *upstream.Call, method string) url.Values {
+	q := url.Values{}
+	q.Set("app_key", c.Secret(AppKeySecret))
+	q.Set("method", method)
+	q.Set("sign_method", signMethod)
+	q.Set("timestamp", strconv.FormatInt(c.Now.UnixMilli(), 10))
+	q.Set("format", "json")
+	if t := c.Secret(TrackingIDSecret); t != "" {
+		q.Set("tracking_id", t)
+	}
+	return q
+}
+
+// callProducts signs q, calls the gateway and returns the resp_result of a
+// product method (product.query, product.smartmatch and productdetail.get
+// share one answer shape); a gateway refusal is a fault (gatewayFault).
+// resp_code is left to the caller: what "no result" means differs.
+func callProducts(ctx context.Context, c *upstream.Call, q url.Values) (*respResult, error) {
+	q.Set("sign", sign(c.Secret(AppSecretSecret), q))
+	resp, err := c.Get(ctx, gatewayPath, q, nil)
+	if err != nil {
+		return nil, err
+	}
+	var a gatewayAnswer
+	if err := upstream.DecodeJSON(resp.Body, &a); err != nil {
+		return nil, err
+	}
+	if e := a.ErrorResponse; e != nil {
+		return nil, gatewayFault(*e)
+	}
+	if a.Code.String() != "" && a.Code.String() != "0" {
+		return nil, gatewayFault(a.apiError)
+	}
+	name := responseName(q.Get("method"))
+	var body struct {
+		RespResult *respResult `json:"resp_result"`
+	}
+	if raw := a.members[name]; raw != nil {
+		if err := upstream.DecodeJSON(raw, &body); err != nil {
+			return nil, err
+		}
+	}
+	if body.RespResult == nil {
+		return nil, upstream.MalformedFault("the affiliate API answered without %s.resp_result (%d bytes)", name, len(resp.Body))
+	}
+	return body.RespResult, nil
+}
+
+// gatewayAnswer is the gateway's envelope: the result under
+// <method>_response (kept raw in members), or an error at the top level
+// (IOP: code, type, message) or under error_response (the older TOP form).
+type gatewayAnswer struct {
 	apiError
 	ErrorResponse *apiError `json:"error_response"`
+	members       map[string]json.RawMessage
+}
+
+func (a *gatewayAnswer) UnmarshalJSON(b []byte) error {
+	type plain gatewayAnswer // without this method
+	if err := json.Unmarshal(b, (*plain)(a)); err != nil {
+		return err
+	}
+	return json.Unmarshal(b, &a.members)
+}
+
+// respResult is the resp_result of a product method: its status and the
+// TrafficProductResultDto (a page of products).
+type respResult struct {
+	RespCode *flexString `json:"resp_code"`
+	RespMsg  string      `json:"resp_msg"`
+	Result   *struct {
+		CurrentPageNo      *flexNumber `json:"current_page_no"`
+		CurrentRecordCount *flexNumber `json:"current_record_count"`
+		TotalRecordCount   *flexNumber `json:"total_record_count"`
+		IsFinished         *bool       `json:"is_finished"`
+		Products           *struct {
+			Product []apiProduct `json:"product"`
+		} `json:"products"`
+	} `json:"result"`
+}
+
+// products are the result's products (none when absent).
+func (rr *respResult) products() []apiProduct {
+	if rr.Result == nil || rr.Result.Products == nil {
+		return nil
+	}
+	return rr.Result.Products.Product
+}
+
+// respEmpty is the documented resp_code of "the result is empty".
+const respEmpty = "405"
+
+// respFault is the fault of a resp_code other than 200 and 405: the
+// platform's own failures (5xx) are retried, the rest refuse this request.
+func respFault(rr *respResult) *upstream.Fault {
+	code := rr.RespCode.String()
+	f := &upstream.Fault{Kind: upstream.Rejected, Reason: "the affiliate API answered resp_code " + code + ": " + clip(rr.RespMsg)}
+	if n, err := strconv.Atoi(code); err == nil && n >= 500 {
+		f.Kind = upstream.ServerError
+	}
+	return f
 }
 
 type apiError struct {
@@ -178,6 +264,22 @@ type apiProduct struct {
 	OriginalPrice         *flexNumber `json:"original_price"`
 	OriginalPriceCurrency string      `json:"original_price_currency"`
 	LastestVolume         *flexNumber `json:"lastest_volume"`
+	// Read by marketplace_a/similar only.
+	TargetAppSalePrice    *flexNumber `json:"target_app_sale_price"`
+	TargetAppSaleCur      string      `json:"target_app_sale_price_currency"`
+	AppSalePrice          *flexNumber `json:"app_sale_price"`
+	AppSalePriceCurrency  string      `json:"app_sale_price_currency"`
+	Discount              string      `json:"discount"`
+	FirstLevelCategoryID  flexString  `json:"first_level_category_id"`
+	FirstLevelCategory    string      `json:"first_level_category_name"`
+	SecondLevelCategoryID flexString  `json:"second_level_category_id"`
+	SecondLevelCategory   string      `json:"second_level_category_name"`
+	SmallImageURLs        stringList  `json:"product_small_image_urls"`
+	ProductVideoURL       string      `json:"product_video_url"`
+	ShopID                flexString  `json:"shop_id"`
+	ShopName              string      `json:"shop_name"`
+	ShopURL               string      `json:"shop_url"`
+	SkuID                 flexString  `json:"sku_id"`
 }
 
 func apiSearch(ctx context.Context, c *upstream.Call) (any, error) {
@@ -189,42 +291,24 @@ func apiSearch(ctx context.Context, c *upstream.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.Get(ctx, gatewayPath, q, nil)
+	rr, err := callProducts(ctx, c, q)
 	if err != nil {
 		return nil, err
 	}
-	var a apiAnswer
-	if err := upstream.DecodeJSON(resp.Body, &a); err != nil {
-		return nil, err
-	}
-	if e := a.ErrorResponse; e != nil {
-		return nil, gatewayFault(*e)
-	}
-	if a.Code.String() != "" && a.Code.String() != "0" {
-		return nil, gatewayFault(a.apiError)
-	}
-	if a.Response == nil || a.Response.RespResult == nil {
-		return nil, upstream.MalformedFault("the affiliate API answered without %s.resp_result (%d bytes)", responseName, len(resp.Body))
-	}
-	rr := a.Response.RespResult
 	out := &result{Page: r.page, Query: r.query, Region: r.region, Sorts: apiSorts(), Items: []item{}}
 	switch code := rr.RespCode.String(); code {
 	case "200":
-	case "405":
+	case respEmpty:
 		// The documented "no result" answer: an empty page.
 		out.HasMore = boolp(false)
 		out.Currency = &r.currency
 		return out, nil
 	default:
-		f := &upstream.Fault{Kind: upstream.Rejected, Reason: "the affiliate API answered resp_code " + code + ": " + clip(rr.RespMsg)}
-		if n, err := strconv.Atoi(code); err == nil && n >= 500 {
-			f.Kind = upstream.ServerError
-		}
-		return nil, f
+		return nil, respFault(rr)
 	}
 	res := rr.Result
 	if res == nil {
-		return nil, upstream.MalformedFault("the affiliate API answered resp_code 200 without a result (%d bytes)", len(resp.Body))
+		return nil, upstream.MalformedFault("the affiliate API answered resp_code 200 without a result")
 	}
 	otherCurrency := false
 	if res.Products != nil {

@@ -8,7 +8,11 @@
 //   - Site: the public search pages of www.aliexpress.com
 //     (/w/wholesale-<query>.html), whose server-rendered data
 //     (window._dida_config_._init_data_) pages.Direct, pages.Zyte and
-//     pages.ScraperAPI fetch and this package maps.
+//     pages.ScraperAPI fetch and this package maps;
+//   - SimilarProvider: marketplace_a/similar over the same affiliate app
+//     (aliexpress.affiliate.product.smartmatch by product_id, the keyword
+//     product query for a query alone), under its own name so that its
+//     monthly allowance limits that endpoint only (similar.go).
 //
 // Both routes take the same parameters and the same sort ids (the site's
 // own SortType values, see sorts), so a caller's request means the same

@@ -1,6 +1,7 @@
 package aliexpress
 
 import (
+	"encoding/json"
 	"net/url"
 	"strings"
 	"testing"
@@ -79,5 +80,42 @@ func TestBlockedPunishURL(t *testing.T) {
 	search := &pages.Page{Status: 200, Body: body, URL: "https://www.aliexpress.com/w/wholesale-usb-c-cable.html?SearchText=usb+c+cable"}
 	if reason, ok := blocked(search); ok {
 		t.Errorf("search page blocked: %q", reason)
+	}
+}
+
+// TestStringList: the gateway's {"string": [...]} list, a plain array,
+// and any other shape as no list (never a failed page).
+func TestStringList(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"string": ["//a.jpg", " ", "https://b.jpg"]}`: "https://a.jpg,https://b.jpg",
+		`["https://a.jpg"]`:                             "https://a.jpg",
+		`"https://a.jpg,https://b.jpg"`:                 "",
+		`{"string": "x"}`:                               "",
+		`null`:                                          "",
+	} {
+		var l stringList
+		if err := json.Unmarshal([]byte(raw), &l); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if got := strings.Join(l.absolute(), ","); got != want {
+			t.Errorf("%s = %q; want %q", raw, got, want)
+		}
+	}
+}
+
+func TestProductIDOf(t *testing.T) {
+	for raw, want := range map[string]string{
+		"1005006123456789":      "1005006123456789",
+		"1005006123456789.html": "1005006123456789",
+		"https://www.aliexpress.com/item/1005006123456789.html#nav-review":          "1005006123456789",
+		"https://www.aliexpress.com/store/product/name/1103_32812345678.html":       "",
+		"https://www.aliexpress.com/item/1005006123456789.htm":                      "",
+		"https://www.aliexpress.com/w/wholesale-cable.html?productId=12a":           "",
+		"https://aliexpress.ru/item/1005006123456789.html?sku_id=12000036000000000": "1005006123456789",
+	} {
+		got, ok := productIDOf(raw)
+		if got != want || ok != (want != "") {
+			t.Errorf("%s = %q %v; want %q", raw, got, ok, want)
+		}
 	}
 }
