@@ -8,7 +8,9 @@
 //     February 2026).
 //   - Site(): the public listing page on www.etsy.com, read from its
 //     schema.org Product JSON-LD (aggregateRating and the reviews the page
-//     shows first), for pages.Direct and the shared unblocking services.
+//     shows first) and its server-rendered review cards (ids, reviewer
+//     links, avatars, photos), for pages.Direct and the shared unblocking
+//     services.
 //
 // Neither source can do everything the endpoint's parameters ask. A route
 // that cannot honour a request answers a Rejected fault (not counted

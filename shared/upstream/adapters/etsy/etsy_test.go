@@ -194,8 +194,34 @@ func TestPageRoutes(t *testing.T) {
 			if a := items[0]["author"].(map[string]any); a["name"] != "Sample Buyer A" || items[0]["posted_at"] != "2025-10-09" {
 				t.Fatalf("first review: %v", items[0])
 			}
-			if items[3]["rating"] != 3.0 || len(d["photos"].([]any)) != 1 {
-				t.Fatalf("string rating or photos: %v %v", items[3]["rating"], d["photos"])
+			if items[3]["rating"] != 3.0 {
+				t.Fatalf("string rating: %v", items[3]["rating"])
+			}
+			// The review cards add ids, profile links and avatars to the
+			// JSON-LD reviews they match (by name and rating).
+			a := items[0]["author"].(map[string]any)
+			if items[0]["id"] != "4012345678" || a["url"] != "https://www.etsy.com/people/samplebuyera" ||
+				a["avatar"] != "https://i.etsystatic.com/iusa/aa11/0001/iusa_75x75.0001_sample.jpg" {
+				t.Fatalf("first review from its card: %v", items[0])
+			}
+			// A default avatar is not Etsy's image host: none.
+			if b := items[1]["author"].(map[string]any); b["avatar"] != nil || b["url"] != "https://www.etsy.com/people/samplebuyerb" {
+				t.Fatalf("second author: %v", b)
+			}
+			// The fourth review has no card on the page: JSON-LD only.
+			if d4 := items[3]["author"].(map[string]any); items[3]["id"] != nil || d4["url"] != nil || d4["name"] != "Sample Buyer D" {
+				t.Fatalf("review without a card: %v", items[3])
+			}
+			// Photos: the JSON-LD's full-size image of the second review (its
+			// card's thumbnail is the same photo), then the third review's
+			// lazy-loaded card photo.
+			photos := d["photos"].([]any)
+			if len(photos) != 2 || photos[0] != "https://i.etsystatic.com/sample/r/il/abc1/0001/il_fullxfull.0001_sample.jpg" ||
+				photos[1] != "https://i.etsystatic.com/iap/dd44/0004/iap_300x300.0004_sample.jpg" {
+				t.Fatalf("photos: %v", photos)
+			}
+			if d["rating_distribution"] != nil || d["themes"] != nil {
+				t.Fatalf("the listing page has no distribution or themes: %v %v", d["rating_distribution"], d["themes"])
 			}
 			wantWarnings(t, d, "Only the reviews the listing page shows first, in Etsy's relevancy order",
 				"rating_distribution and themes are not available from the listing page")
@@ -222,6 +248,34 @@ func TestPageFaults(t *testing.T) {
 	}
 	wantWarnings(t, empty)
 	u.Fault(t, endpoint, "id=9999999999", upstream.NotFound)
+	// Review cards without the JSON-LD's review list are the reviews.
+	cards := u.Data(t, endpoint, "id=2222222222", "cards-only")
+	items := adaptertest.Items(t, cards)
+	if cards["count"] != 2.0 || cards["total"] != 2.0 || cards["has_more"] != false || len(items) != 2 {
+		t.Fatalf("cards only: %v", cards)
+	}
+	first := items[0]
+	if first["id"] != "4022222221" || first["rating"] != 5.0 || first["posted_at"] != "2025-09-30" ||
+		first["text"] != "Beautiful print, the colours are rich & true." ||
+		first["author"].(map[string]any)["name"] != "Print Fan" ||
+		first["author"].(map[string]any)["avatar"] != "https://i.etsystatic.com/iusa/ee55/0005/iusa_75x75.0005_sample.jpg" {
+		t.Fatalf("first card: %v", first)
+	}
+	if items[1]["posted_at"] != "2025-09-02" || items[1]["rating"] != 4.0 || items[1]["author"].(map[string]any)["avatar"] != nil {
+		t.Fatalf("second card: %v", items[1])
+	}
+	if p := cards["photos"].([]any); len(p) != 2 || p[1] != "https://i.etsystatic.com/iap/ff66/0007/iap_300x300.0007_sample.jpg" {
+		t.Fatalf("card photos: %v", p)
+	}
+	wantWarnings(t, cards, "rating_distribution and themes are not available from the listing page")
+	// A page without a review section still serves its JSON-LD reviews.
+	bare := u.Data(t, endpoint, "id=7777777777", "no-review-section")
+	bareItems := adaptertest.Items(t, bare)
+	if bare["count"] != 4.0 || bareItems[0]["id"] != nil || bareItems[0]["author"].(map[string]any)["url"] != nil ||
+		len(bare["photos"].([]any)) != 1 {
+		t.Fatalf("no review section: %v", bare)
+	}
+	wantWarnings(t, bare, "Only the reviews the listing page shows first", "rating_distribution and themes are not available")
 	m := u.Fault(t, endpoint, "id=6666666666", upstream.Malformed)
 	if !strings.Contains(m.Fault.Reason, `"Product"`) || !strings.Contains(m.Fault.Reason, "-byte page") || strings.Contains(m.Fault.Reason, "Home & Living") {
 		t.Fatalf("malformed reason %q", m.Fault.Reason)
@@ -233,7 +287,7 @@ func TestPageFaults(t *testing.T) {
 	for _, q := range []string{"id=1234567890&page=2", "id=1234567890&scope=shop", "id=1234567890&sort=recency", "id=1234567890&rating=5"} {
 		u.Fault(t, endpoint, q, upstream.Rejected)
 	}
-	if n := len(u.Replay.Requests()); n != 4 {
+	if n := len(u.Replay.Requests()); n != 6 {
 		t.Fatalf("declined requests reached the site: %d requests in all", n)
 	}
 	s := adaptertest.Start(t, pages.ScraperAPI(etsy.Site()), nil)

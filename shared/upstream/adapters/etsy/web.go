@@ -14,12 +14,17 @@ import (
 // pages.ScraperAPI). The page embeds a schema.org Product whose
 // aggregateRating gives the listing's average and review count and whose
 // review array holds the reviews the page shows first, in the site's own
-// (relevancy) order. More pages, other orders, the rating filter and the
-// shop's reviews come from a POST to the site's internal API that needs a
-// session's CSRF token: this route declines those (a Rejected fault, so the
-// runner moves on) rather than answer another list. What it serves says in
-// _warnings that it holds only the first reviews, in relevancy order, and
-// that the page has no rating distribution or themes.
+// (relevancy) order; the review cards it renders server-side
+// (data-review-region, read in cards.go) add each review's id, the
+// reviewer's profile link and avatar, and review photos, and are the
+// reviews when the JSON-LD lists none. The star histogram and review tags
+// live only in the "View all reviews" sheet, and more pages, other orders,
+// the rating filter and the shop's reviews come from POSTs to the site's
+// internal API that need a session's CSRF token: this route declines those
+// (a Rejected fault, so the runner moves on) rather than answer another
+// list. What it serves says in _warnings that it holds only the first
+// reviews, in relevancy order, and that it has no rating distribution or
+// themes.
 func Site() *pages.Site {
 	return &pages.Site{
 		Name:    "etsy_web",
@@ -110,7 +115,9 @@ func parsePage(c *upstream.Call, p *pages.Page) (any, error) {
 
 	out := &reviews{ListingID: &id, Page: 1}
 	it := &listing{ID: &id, Title: nonEmpty(prod.Name), URL: ptr(listingURL + id)}
-	out.Items = make([]review, 0, len(lds))
+	cards := reviewCards(p.Body)
+	used := make([]bool, len(cards))
+	out.Items = make([]review, 0, len(lds)+len(cards))
 	for _, r := range lds {
 		item := review{Platform: platform, Listing: it, Text: nonEmpty(r.ReviewBody)}
 		if item.Text == nil {
@@ -123,7 +130,28 @@ func parsePage(c *upstream.Call, p *pages.Page) (any, error) {
 		if name := personName(r.Author); name != nil {
 			item.Author = &author{Name: name}
 		}
-		out.Photos = append(out.Photos, imageURLs(r.Image)...)
+		// A review's photos: the JSON-LD's (full size), else the card's
+		// (the same photos as thumbnails, so never both).
+		photos := imageURLs(r.Image)
+		if i := matchCard(cards, used, item); i >= 0 {
+			used[i] = true
+			item.fromCard(cards[i])
+			if len(photos) == 0 {
+				photos = cards[i].Photos
+			}
+		}
+		out.addPhotos(photos...)
+		out.Items = append(out.Items, item)
+	}
+	// Cards the JSON-LD does not hold are reviews the page shows too
+	// (a card without rating or text is a placeholder).
+	for i, c := range cards {
+		if used[i] || (c.Rating == nil && nonEmpty(c.Text) == nil) {
+			continue
+		}
+		item := review{Platform: platform, Listing: it, Rating: c.Rating, Text: nonEmpty(c.Text), PostedAt: cardDate(c.Date)}
+		item.fromCard(c)
+		out.addPhotos(c.Photos...)
 		out.Items = append(out.Items, item)
 	}
 	out.Count = len(out.Items)
@@ -156,6 +184,60 @@ func parsePage(c *upstream.Call, p *pages.Page) (any, error) {
 		out.warn(warnPageNoSummary)
 	}
 	return out, nil
+}
+
+// matchCard finds the unused review card of the JSON-LD review: the same
+// reviewer's name and, when both say it, the same rating; -1 when none.
+func matchCard(cards []pageCard, used []bool, item review) int {
+	if item.Author == nil || item.Author.Name == nil {
+		return -1
+	}
+	for i, c := range cards {
+		if used[i] || strings.TrimSpace(c.Name) != strings.TrimSpace(*item.Author.Name) {
+			continue
+		}
+		if c.Rating != nil && item.Rating != nil && *c.Rating != *item.Rating {
+			continue
+		}
+		return i
+	}
+	return -1
+}
+
+// fromCard adds what only the review card carries: the review's id (its
+// transaction id), the reviewer's profile URL and avatar, and the name and
+// text when the JSON-LD has none.
+func (r *review) fromCard(c pageCard) {
+	if digits(c.ID) {
+		r.ID = ptr(c.ID)
+	}
+	if r.Author == nil {
+		r.Author = &author{}
+	}
+	if r.Author.Name == nil {
+		r.Author.Name = nonEmpty(c.Name)
+	}
+	r.Author.URL = nonEmpty(c.URL)
+	r.Author.Avatar = nonEmpty(c.Avatar)
+	if r.Author.Name == nil && r.Author.URL == nil && r.Author.Avatar == nil {
+		r.Author = nil
+	}
+	if r.Text == nil {
+		r.Text = nonEmpty(c.Text)
+	}
+}
+
+// addPhotos appends review photos, each URL once.
+func (r *reviews) addPhotos(urls ...string) {
+	for _, u := range urls {
+		seen := false
+		for _, have := range r.Photos {
+			seen = seen || have == u
+		}
+		if !seen && u != "" {
+			r.Photos = append(r.Photos, u)
+		}
+	}
 }
 
 // isoDate keeps a datePublished that is an ISO date or date-time.
