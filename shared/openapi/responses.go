@@ -73,6 +73,9 @@ func outcomes(e *registry.Endpoint) []outcome {
 	if data {
 		add(429, envelope.UpstreamError, "the source's own rate limit is exhausted (retry-after when known)")
 	}
+	if e.LimitedCapacity {
+		add(429, envelope.UpstreamError, "the endpoint's shared monthly capacity is used up (details.reason capacity_exhausted, resets_at; retry-after to the reset)")
+	}
 	add(500, envelope.InternalError, "a server-side failure, logged against request_id")
 	if data || (e.Kind == registry.ServiceOwned && e.Origin == registry.SpecNamed) {
 		add(501, envelope.EndpointNotAvailable, "no eligible real-data route can serve it in this deployment (details.sandbox names the free synthetic twin)")
@@ -80,6 +83,9 @@ func outcomes(e *registry.Endpoint) []outcome {
 	if data {
 		add(502, envelope.UpstreamError, "the source answered unusably")
 		add(503, envelope.UpstreamError, "the source is in a short cooldown and was not called (retry-after)")
+	}
+	if e.LimitedCapacity {
+		add(503, envelope.UpstreamError, "the capacity counter could not be read, so the source was not called (details.reason capacity_unavailable, retry-after)")
 	}
 	if e.FairUse > 0 {
 		add(503, envelope.FairUseExceeded, "the fair-use quota system is unavailable (x-fairuse-degraded, retry-after)")
@@ -176,6 +182,9 @@ func traits(e *registry.Endpoint) string {
 	}
 	if e.FairUse > 0 {
 		t += "_Metered"
+	}
+	if e.LimitedCapacity {
+		t += "_LimitedCapacity"
 	}
 	if e.Deprecated != nil {
 		t += "_Deprecated"

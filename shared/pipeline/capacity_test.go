@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,13 +23,22 @@ import (
 const similar = "marketplace_a/similar"
 
 // withScarce serves marketplace_a/similar through a runner whose one
-// provider has the given monthly allowance, counted in allow (the
-// harness's store when nil), on the harness's clock; fair use meters it.
-func withScarce(allowance int64, allow upstream.Allowances, fetches *atomic.Int64) func(*Config) {
+// provider, a source on a local test server, has the given monthly
+// allowance, counted in allow (the harness's store when nil), on the
+// harness's clock; fair use meters it. fetches counts what reached the source.
+func withScarce(t *testing.T, allowance int64, allow upstream.Allowances, fetches *atomic.Int64) func(*Config) {
+	src := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetches.Add(1)
+		w.Header().Set("content-type", "application/json")
+		_, _ = w.Write([]byte(`{"items": []}`))
+	}))
+	t.Cleanup(src.Close)
 	return func(c *Config) {
-		p := &upstream.Provider{Name: "scarce", Static: true, Allowance: allowance, Endpoints: map[string]upstream.Adapter{
-			similar: func(_ context.Context, call *upstream.Call) (any, error) {
-				fetches.Add(1)
+		p := &upstream.Provider{Name: "scarce", BaseURL: src.URL, Allowance: allowance, Endpoints: map[string]upstream.Adapter{
+			similar: func(ctx context.Context, call *upstream.Call) (any, error) {
+				if _, err := call.Get(ctx, "/similar", nil, nil); err != nil {
+					return nil, err
+				}
 				return map[string]any{"items": []any{}, "count": 0, "query": call.Param("query")}, nil
 			},
 		}}
@@ -104,7 +114,7 @@ func TestCapacityExhausted(t *testing.T) { testCapacityExhausted(t, newBilled) }
 
 func testCapacityExhausted(t *testing.T, newBilled billedFactory) {
 	var fetches atomic.Int64
-	b := newBilled(t, 100, nil, withScarce(2, nil, &fetches))
+	b := newBilled(t, 100, nil, withScarce(t, 2, nil, &fetches))
 	if c := capacityOf(t, b); c["remaining"] != float64(2) || c["exhausted"] != false {
 		t.Errorf("before: %v", c)
 	}
@@ -149,6 +159,10 @@ func testCapacityExhausted(t *testing.T, newBilled billedFactory) {
 	if c := dryRunCapacity(t, b); c["remaining"] != float64(0) || c["exhausted"] != true {
 		t.Errorf("dry run after: %v", c)
 	}
+	// The estimate says what the live call would cost: nothing, refused.
+	if r := b.call("/v1/" + similar + "?query=dry&dry_run=1"); r.body["data"].(map[string]any)["estimated_credits"] != float64(0) {
+		t.Errorf("a dry run on spent capacity estimates a charge: %s", r.raw)
+	}
 	// A cached answer still serves, free.
 	if r := b.call("/v1/" + similar + "?query=q1"); r.code != 200 || r.body["credits_used"] != float64(0) {
 		t.Errorf("cache hit: %d %s", r.code, r.raw)
@@ -176,7 +190,7 @@ func TestCapacityUnderConcurrency(t *testing.T) { testCapacityUnderConcurrency(t
 func testCapacityUnderConcurrency(t *testing.T, newBilled billedFactory) {
 	const calls, allowance = 30, 5
 	var fetches atomic.Int64
-	b := newBilled(t, 1000, nil, withScarce(allowance, nil, &fetches))
+	b := newBilled(t, 1000, nil, withScarce(t, allowance, nil, &fetches))
 	var ok, refused atomic.Int64
 	var mu sync.Mutex
 	var refusals []response
@@ -235,7 +249,7 @@ func (failingAllowances) AllowanceUsed(context.Context, string, string, time.Tim
 // the catalogue's remaining is unknown (null).
 func TestCapacityStoreDownFailsClosed(t *testing.T) {
 	var fetches atomic.Int64
-	b := newBilled(t, 100, nil, withScarce(2, failingAllowances{}, &fetches))
+	b := newBilled(t, 100, nil, withScarce(t, 2, failingAllowances{}, &fetches))
 	r := b.call("/v1/" + similar + "?query=x")
 	checkEnvelope(t, r)
 	if r.code != http.StatusServiceUnavailable || r.errorType() != "UPSTREAM_ERROR" ||

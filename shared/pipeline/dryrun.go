@@ -32,6 +32,11 @@ func (p *Pipeline) dryRun(x *exchange, c *Call, cu cacheUse) dryRunData {
 	}
 	if e.LimitedCapacity {
 		d.Capacity = p.capacity(x.r.Context(), e)
+		if d.Capacity != nil && d.Capacity.Exhausted && cu.hit == nil {
+			// The live call would be refused (429 capacity_exhausted) and
+			// refunded: it would cost nothing.
+			d.EstimatedCredits = 0
+		}
 	}
 	yes := true
 	if p.cfg.Store == nil {

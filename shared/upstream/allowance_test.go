@@ -289,3 +289,36 @@ func TestCapacity(t *testing.T) {
 		t.Error("months are UTC calendar months")
 	}
 }
+
+// A request the adapter refuses before it fetches anything (a malformed
+// id, say) spends no allowance: the unit is taken at the attempt's first
+// upstream request, so callers cannot drain a shared allowance for free.
+func TestAllowanceIsTakenAtTheFirstUpstreamRequest(t *testing.T) {
+	scarce := &scripted{answer: okAnswer}
+	p := upstreamWith(t, "scarce", scarce)
+	p.Allowance = 1
+	fetches := p.Endpoints["test/thing"]
+	p.Endpoints["test/thing"] = func(ctx context.Context, c *Call) (any, error) {
+		if c.Param("id") == "bad" {
+			return nil, InvalidParameterFault("id", "not_a_product", "id is not a product")
+		}
+		return fetches(ctx, c)
+	}
+	mem, clk := newMem(), &clock{now: nov20}
+	r := limitedRunner(mem, clk, nil, p)
+	for i := 0; i < 3; i++ {
+		if out := r.Serve(context.Background(), "test/thing", map[string]string{"id": "bad"}); out.Fault == nil || out.Fault.Kind != InvalidParameter {
+			t.Fatalf("a refused request: %+v", out)
+		}
+	}
+	if got := mem.get("scarce", "2026-11"); got != 0 || mem.takes != 0 {
+		t.Fatalf("refusals before any fetch took %d units (%d takes)", got, mem.takes)
+	}
+	if out := r.Serve(context.Background(), "test/thing", map[string]string{"id": "good"}); out.Fault != nil || mem.get("scarce", "2026-11") != 1 {
+		t.Fatalf("the allowance still serves one call: %+v, used %d", out, mem.get("scarce", "2026-11"))
+	}
+	out := r.Serve(context.Background(), "test/thing", map[string]string{"id": "good"})
+	if out.CapacityReset.IsZero() || scarce.calls.Load() != 1 {
+		t.Fatalf("spent after one fetch: %+v, upstream calls %d", out, scarce.calls.Load())
+	}
+}

@@ -74,6 +74,9 @@ func DecodeJSON(body []byte, out any) error {
 }
 
 func (c *Call) do(ctx context.Context, method, path string, query url.Values, header http.Header, body []byte) (*Response, error) {
+	if f := c.admitted(ctx); f != nil {
+		return nil, f
+	}
 	target := strings.TrimSuffix(c.BaseURL, "/") + path
 	if len(query) > 0 {
 		target += "?" + query.Encode()
@@ -161,6 +164,9 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 // refusal is an InvalidParameter fault naming field (422). Non-2xx
 // statuses classify as in Get.
 func (c *Call) GetPublic(ctx context.Context, field, raw string, header http.Header) (*Response, error) {
+	if f := c.admitted(ctx); f != nil {
+		return nil, f
+	}
 	u, err := c.public.Check(ctx, raw)
 	if err != nil {
 		return nil, unsafeURL(field, err)

@@ -461,7 +461,7 @@ func (r *Runner) Capacity(ctx context.Context, endpoint string) (Capacity, error
 }
 
 // tryRoute makes up to MaxAttempts attempts of one route, each taking a
-// unit of its allowance first, and records the call's outcome in the
+// unit of its allowance at its first upstream request, and records the call's outcome in the
 // route's health, unless the caller went away or no attempt was made. The
 // gate says why an attempt was not made for the allowance.
 func (r *Runner) tryRoute(ctx context.Context, rt *route, params map[string]string, reserve time.Duration) (any, *Fault, Leg, gate) {
@@ -473,11 +473,25 @@ func (r *Runner) tryRoute(ctx context.Context, rt *route, params map[string]stri
 		if attempt > 1 && !r.backoff(ctx, attempt, last, rt.timeout/2+reserve) {
 			break
 		}
-		if g = r.take(ctx, rt); g.closed() {
-			break // a retry keeps the fault it had
+		var took gate
+		var take func(context.Context) *Fault
+		if rt.limited && r.allow != nil {
+			// Taken at the attempt's first upstream request, so a request
+			// the adapter refuses before fetching spends no allowance.
+			take = func(ctx context.Context) *Fault {
+				if took = r.take(ctx, rt); took.closed() {
+					return &Fault{Kind: Rejected, Reason: "the route's monthly allowance is not available"}
+				}
+				return nil
+			}
+		}
+		got, f := r.attempt(ctx, rt, params, take)
+		if took.closed() {
+			g = took
+			break // no request was made, so no attempt; a retry keeps the fault it had
 		}
 		leg.Attempts++
-		data, last = r.attempt(ctx, rt, params)
+		data, last = got, f
 		if last == nil {
 			leg.OK, leg.Status, leg.Fault = true, 0, ""
 			break
@@ -494,10 +508,13 @@ func (r *Runner) tryRoute(ctx context.Context, rt *route, params map[string]stri
 }
 
 // attempt runs the adapter once under the attempt timeout.
-func (r *Runner) attempt(ctx context.Context, rt *route, params map[string]string) (any, *Fault) {
+func (r *Runner) attempt(ctx context.Context, rt *route, params map[string]string, take func(context.Context) *Fault) (any, *Fault) {
 	actx, cancel := context.WithTimeout(ctx, rt.timeout)
 	defer cancel()
 	c := &Call{Params: params, BaseURL: rt.baseURL, Now: r.opts.Now(), secrets: rt.secrets, client: r.client, public: r.public}
+	if take != nil {
+		c.admit = &admission{take: take}
+	}
 	data, err := rt.adapter(actx, c)
 	if err == nil && data == nil {
 		err = MalformedFault("the adapter mapped no data")

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -39,7 +40,9 @@ type Provider struct {
 	// Allowance is the provider's monthly allowance of attempts, shared by
 	// every account and instance and counted across all its endpoints
 	// (retries included) from the start of each calendar month UTC: a
-	// scarce source (spec 2.4, "limited capacity"). Zero means none.
+	// scarce source (spec 2.4, "limited capacity"). Zero means none. An
+	// attempt takes its unit at its first upstream request, so one that
+	// never reaches the source (refused by the adapter) spends nothing.
 	// MERIDIAN_UPSTREAM_<NAME>_ALLOWANCE overrides it (AllowanceVar).
 	Allowance int64
 	// Endpoints maps endpoint keys (platform/id) to adapters, in the order
@@ -100,6 +103,27 @@ type Call struct {
 	secrets map[string]string
 	client  *http.Client
 	public  *URLPolicy
+	// admit, when set, runs once before the attempt's first upstream
+	// request: a limited route takes its allowance unit there, so an
+	// adapter that refuses a request before fetching anything spends none.
+	admit *admission
+}
+
+// admission is the once-per-attempt gate of a limited route; copies of a
+// Call (an adapter may copy one to change its base URL) share it.
+type admission struct {
+	once  sync.Once
+	take  func(context.Context) *Fault
+	fault *Fault
+}
+
+// admitted runs the attempt's gate on its first upstream request.
+func (c *Call) admitted(ctx context.Context) *Fault {
+	if c.admit == nil {
+		return nil
+	}
+	c.admit.once.Do(func() { c.admit.fault = c.admit.take(ctx) })
+	return c.admit.fault
 }
 
 // Param returns a validated parameter's value ("" when absent).
