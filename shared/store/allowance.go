@@ -8,10 +8,10 @@ import (
 // Allowances keep the shared monthly allowances of scarce upstream
 // providers (spec 2.4, "limited capacity"): one counter per provider and
 // calendar month (UTC), shared by every account and every instance.
-// Months are "YYYY-MM" (AllowanceMonth). A counter is kept through the
-// month after its own (AllowanceExpiry), so operators can still read last
-// month's use; reads check that expiry themselves (DynamoDB's TTL
-// deletion is lazy).
+// Months are "YYYY-MM", as the runner names them (upstream.Month). A
+// counter is kept through the month after its own (AllowanceExpiry), so
+// operators can still read last month's use; reads check that expiry
+// themselves (DynamoDB's TTL deletion is lazy).
 type Allowances interface {
 	// TakeAllowance atomically counts one attempt against name's allowance
 	// for month unless limit attempts were already counted: ok reports
@@ -25,9 +25,6 @@ type Allowances interface {
 }
 
 const allowanceMonthLayout = "2006-01"
-
-// AllowanceMonth is the calendar month (UTC) of t, as the allowances name it.
-func AllowanceMonth(t time.Time) string { return t.UTC().Format(allowanceMonthLayout) }
 
 // AllowanceExpiry is when month's counter may be dropped: the end of the
 // following month, so a counter outlives its month by a whole month and

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/meridian-data/meridian/shared/store"
+	"github.com/meridian-data/meridian/shared/upstream"
 )
 
 // Factory returns a fresh, empty store for one test.
@@ -1770,7 +1771,7 @@ func allowances(t *testing.T, s store.Store) store.Allowances {
 func testAllowance(t *testing.T, s store.Store) {
 	a := allowances(t, s)
 	now := time.Date(2026, 11, 30, 23, 59, 59, 0, time.UTC)
-	month := store.AllowanceMonth(now)
+	month := upstream.Month(now)
 	if month != "2026-11" {
 		t.Fatalf("month %q", month)
 	}
@@ -1807,10 +1808,10 @@ func testAllowance(t *testing.T, s store.Store) {
 	}
 	// The next month starts from nothing; providers count apart.
 	next := now.Add(time.Second)
-	if store.AllowanceMonth(next) != "2026-12" {
+	if upstream.Month(next) != "2026-12" {
 		t.Fatal("next month")
 	}
-	if used, ok := take(3, next, store.AllowanceMonth(next)); !ok || used != 1 {
+	if used, ok := take(3, next, upstream.Month(next)); !ok || used != 1 {
 		t.Errorf("a new month: used %d ok %v", used, ok)
 	}
 	if u, _ := a.AllowanceUsed(ctx, unique("provider"), month, now); u != 0 {
@@ -1843,7 +1844,7 @@ func testAllowance(t *testing.T, s store.Store) {
 func testConcurrentAllowance(t *testing.T, s store.Store) {
 	a := allowances(t, s)
 	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	month := store.AllowanceMonth(now)
+	month := upstream.Month(now)
 	name := unique("provider")
 	const n, limit = 40, 7
 	var ok, refused atomic.Int64
