@@ -62,6 +62,9 @@ func replayEndpoints() []string {
 	var keys []string
 	for _, p := range adapters.All() {
 		for k := range p.Endpoints {
+			if e, _ := registry.Default().Endpoint(k); e != nil && e.LimitedCapacity {
+				continue // run only when -only names it
+			}
 			if !seen[k] {
 				seen[k] = true
 				keys = append(keys, k)

@@ -136,7 +136,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, secrets a
 
 	keys := o.only
 	if len(keys) == 0 {
-		keys = runner.Endpoints()
+		// A limited-capacity endpoint's shared monthly allowance is counted
+		// in the deployment's store, which the canary does not touch: it
+		// runs only when -only names it.
+		for _, k := range runner.Endpoints() {
+			if e, ok := reg.Endpoint(k); ok && !e.LimitedCapacity {
+				keys = append(keys, k)
+			}
+		}
 	}
 	sort.Strings(keys)
 	c := &canary{srv: runner, reg: reg, timeout: o.timeout, redact: redactor(lookup)}
