@@ -116,9 +116,9 @@ var commerce = []Endpoint{
 		Platform: "shopping_comparison", ID: "product", Family: Commerce, Kind: Data, Cost: 3, Origin: SpecListed, FairUse: metered,
 		Name: "Shopping comparison product", Description: "One product with specifications, retailers and instalment terms.",
 		Params: []Param{
-			P("id", String, "Product id as returned by search.").Req().Len(200).Ex("3201350617"),
-			P("category", String, "Category id as returned by search.").Req().Len(200).Ex("94"),
-			P("region", String, "Catalogue region.").Len(20).Ex("us"),
+			P("id", String, "Product id as returned by search.").Req().Len(200).Match("[0-9]{1,20}", "a numeric product id").Ex("3201350617"),
+			P("category", String, "Category id as returned by search, e.g. 94 or cl94.").Req().Len(200).Lower().Match("(cl)?[0-9]{1,10}", "a numeric category id (cl prefix allowed)").Ex("94"),
+			P("region", String, "Catalogue region (gb is the same catalogue as uk); us when omitted.").Len(20).Lower().OneOf("us", "uk", "gb", "se", "de", "dk", "no", "fi", "at", "nl").Ex("us"),
 		},
 	},
 }

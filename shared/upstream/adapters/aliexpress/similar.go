@@ -87,7 +87,7 @@ func readSimilar(c *upstream.Call) (similarRequest, error) {
 		id, ok := productIDOf(raw)
 		if !ok {
 			return r, upstream.InvalidParameterFault("product_id", "not_a_product",
-				"product_id must be a numeric AliExpress product id or the URL of a product page (…/item/<id>.html).")
+				"product_id must be a numeric product id of this platform or the URL of a product page (…/item/<id>.html).")
 		}
 		r.productID = id
 	}

@@ -170,6 +170,9 @@ func TestSimilarByURL(t *testing.T) {
 		if out.Fault.Field != "product_id" || out.Fault.Code != "not_a_product" {
 			t.Errorf("%s: %+v", v, out.Fault)
 		}
+		if msg := out.Error().Message; strings.Contains(strings.ToLower(msg), "aliexpress") {
+			t.Errorf("%s: the caller's message names the provider: %q", v, msg)
+		}
 	}
 	if len(u.Replay.Requests()) != before {
 		t.Error("an unusable product_id reached the gateway")

@@ -152,19 +152,15 @@ type theme struct {
 	Negative *float64 `json:"negative"`
 }
 
-// paging fills total, total_pages, has_more and cursor from a known total.
-// The cursor is the next page number, to be sent back as page: the
-// endpoint pages by number and declares no cursor parameter.
+// paging fills total, total_pages and has_more from a known total. The
+// endpoint pages by number and declares no cursor parameter, so cursor
+// stays null: the next page is page+1 while has_more is true.
 func (r *reviews) paging(total int) {
 	r.Total = &total
 	pages := (total + perPage - 1) / perPage
 	r.TotalPages = &pages
 	more := r.Page < pages
 	r.HasMore = &more
-	if more {
-		next := strconv.Itoa(r.Page + 1)
-		r.Cursor = &next
-	}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -33,7 +33,7 @@ func TestAPIListingReviews(t *testing.T) {
 	u := api(t)
 	d := u.Data(t, endpoint, "id=1234567890", "listing-page1")
 	items := adaptertest.Items(t, d)
-	if d["count"] != 8.0 || d["total"] != 11.0 || d["total_pages"] != 2.0 || d["has_more"] != true || d["cursor"] != "2" ||
+	if d["count"] != 8.0 || d["total"] != 11.0 || d["total_pages"] != 2.0 || d["has_more"] != true || d["cursor"] != nil ||
 		d["page"] != 1.0 || d["listing_id"] != "1234567890" {
 		t.Fatalf("paging: %v", d)
 	}
@@ -120,7 +120,7 @@ func TestAPIParameterMapping(t *testing.T) {
 		t.Fatalf("x-api-key %q", got)
 	}
 	d := u.Data(t, endpoint, "id=2000000001&page=20", "big-page20")
-	if d["total"] != 1200.0 || d["total_pages"] != 150.0 || d["cursor"] != "21" || d["rating_distribution"] != nil || d["rating"] != nil {
+	if d["total"] != 1200.0 || d["total_pages"] != 150.0 || d["cursor"] != nil || d["rating_distribution"] != nil || d["rating"] != nil {
 		t.Fatalf("big listing page 20: %v", d)
 	}
 	first := u.Data(t, endpoint, "id=2000000001", "big-page1")
@@ -185,7 +185,7 @@ func TestPageRoutes(t *testing.T) {
 			}
 			d := u.Data(t, endpoint, "id=https://www.etsy.com/listing/1234567890/hand-thrown-mug", golden)
 			items := adaptertest.Items(t, d)
-			if d["count"] != 4.0 || d["total"] != 11.0 || d["total_pages"] != 2.0 || d["has_more"] != true || d["cursor"] != "2" {
+			if d["count"] != 4.0 || d["total"] != 11.0 || d["total_pages"] != 2.0 || d["has_more"] != true || d["cursor"] != nil {
 				t.Fatalf("paging: %v", d)
 			}
 			if r := d["rating"].(map[string]any); r["value"] != 4.8 || r["votes"] != 11.0 || r["max"] != 5.0 {

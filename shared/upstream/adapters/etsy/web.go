@@ -170,7 +170,7 @@ func parsePage(c *upstream.Call, p *pages.Page) (any, error) {
 			n := int(*votes)
 			out.Rating.Votes = &n
 			// The page shows its first reviews only; later pages come from
-			// the API route (page=2 with the cursor).
+			// the API route (page=2).
 			out.paging(max(n, out.Count))
 		}
 	case len(lds) == 0:

@@ -87,7 +87,9 @@ func Site() *pages.Site {
 }
 
 // productRequest builds the product page's path from region, category and
-// id.
+// id. The registry declares their forms, so validation refuses a bad value
+// with 422 before the call is reserved; the checks here are a defensive
+// fallback for a call made without validation.
 func productRequest(c *upstream.Call) (pages.Request, error) {
 	reg, err := regionOf(c.Param("region"))
 	if err != nil {
@@ -118,7 +120,7 @@ func regionOf(v string) (region, error) {
 	reg, ok := regions[key]
 	if !ok {
 		return region{}, upstream.InvalidParameterFault("region", "unknown_region",
-			"region must be a catalogue Klarna's shopping comparison runs: us, uk, se, de, dk, no, fi, at or nl")
+			"region must be a catalogue region of this platform: us, uk, gb, se, de, dk, no, fi, at or nl")
 	}
 	return reg, nil
 }

@@ -255,23 +255,33 @@ func TestChangedShape(t *testing.T) {
 	}
 }
 
-// Parameters the site cannot take are the caller's (422 naming the field),
-// before any request.
+// Validation refuses these first (TestValidationRefusesBeforeReserve); a
+// call made without it still gets the caller's fault (422 naming the
+// field, in neutral words), before any request.
 func TestInvalidParameters(t *testing.T) {
 	d := direct(t)
-	for _, tc := range []struct{ query, field string }{
-		{"id=3201350617&category=94&region=fr", "region"},
-		{"id=3201350617&category=94&region=xx", "region"},
-		{"id=sony-wh-1000xm5&category=94", "id"},
-		{"id=3201350617&category=laptops", "category"},
+	for _, tc := range []struct {
+		values map[string]string
+		field  string
+	}{
+		{map[string]string{"id": "3201350617", "category": "94", "region": "fr"}, "region"},
+		{map[string]string{"id": "3201350617", "category": "94", "region": "xx"}, "region"},
+		{map[string]string{"id": "sony-wh-1000xm5", "category": "94"}, "id"},
+		{map[string]string{"id": "3201350617", "category": "laptops"}, "category"},
 	} {
 		before := len(d.Replay.Requests())
-		out := d.Fault(t, endpoint, tc.query, upstream.InvalidParameter)
+		out := d.Runner.Serve(context.Background(), endpoint, tc.values)
+		if out.Fault == nil || out.Fault.Kind != upstream.InvalidParameter {
+			t.Fatalf("%v: fault %v", tc.values, out.Fault)
+		}
 		if out.Fault.Field != tc.field {
-			t.Errorf("%s: field %q", tc.query, out.Fault.Field)
+			t.Errorf("%v: field %q", tc.values, out.Fault.Field)
+		}
+		if msg := out.Error().Message; strings.Contains(strings.ToLower(msg), "klarna") {
+			t.Errorf("%v: message names the provider: %q", tc.values, msg)
 		}
 		if len(d.Replay.Requests()) != before {
-			t.Errorf("%s: the site was asked", tc.query)
+			t.Errorf("%v: the site was asked", tc.values)
 		}
 	}
 }
@@ -332,4 +342,54 @@ func serve(t *testing.T, r *upstream.Runner, query string) upstream.Outcome {
 		t.Fatal(verr)
 	}
 	return r.Serve(context.Background(), endpoint, res.Values)
+}
+
+// The registry declares region, id and category, so validation refuses a
+// bad value with 422 before the call is reserved (no debit, no fair-use
+// attempt), and folds case so UK and CL94 still reach the adapter.
+func TestValidationRefusesBeforeReserve(t *testing.T) {
+	e, ok := registry.Default().Endpoint(endpoint)
+	if !ok {
+		t.Fatal("no endpoint")
+	}
+	for _, tc := range []struct{ query, field string }{
+		{"id=3201350617&category=94&region=fr", "region"},
+		{"id=3201350617&category=94&region=xx", "region"},
+		{"id=sony-wh-1000xm5&category=94", "id"},
+		{"id=123456789012345678901&category=94", "id"},
+		{"id=3201350617&category=laptops", "category"},
+		{"id=3201350617&category=cl", "category"},
+	} {
+		q, _ := url.ParseQuery(tc.query)
+		_, verr := params.Validate(e, q, nil)
+		if verr == nil || verr.Status != 422 {
+			t.Errorf("%s: %v", tc.query, verr)
+			continue
+		}
+		if verr.Details["field"] != tc.field {
+			t.Errorf("%s: details %v", tc.query, verr.Details)
+		}
+	}
+	for query, want := range map[string][3]string{
+		"id=3201350617&category=94":             {"3201350617", "94", ""},
+		"id=3201350617&category=CL94&region=UK": {"3201350617", "cl94", "uk"},
+		"id=3201350617&category=cl94&region=gb": {"3201350617", "cl94", "gb"},
+		"id=3201350617&category=94&region=NL":   {"3201350617", "94", "nl"},
+	} {
+		q, _ := url.ParseQuery(query)
+		res, verr := params.Validate(e, q, nil)
+		if verr != nil {
+			t.Errorf("%s: %v", query, verr)
+			continue
+		}
+		if got := [3]string{res.Values["id"], res.Values["category"], res.Values["region"]}; got != want {
+			t.Errorf("%s: %v; want %v", query, got, want)
+		}
+	}
+	// A canonical value the registry passes is one the adapter takes.
+	d := direct(t)
+	d.Serve(t, endpoint, "id=3201350617&category=cl94&region=gb")
+	if got := d.LastRequest(t).Path; got != "/uk/shopping/pl/cl94/3201350617/" {
+		t.Errorf("path %s", got)
+	}
 }

@@ -16,8 +16,9 @@
 // totalRecordsCount and searchTerm; the same payload, nested under
 // "payload", is what Kohl's catalog API answers, and both forms are read.
 //
-// The cursor is the next page number, handed out as an opaque string; it
-// is null on the last page.
+// The endpoint pages by number (page, limit) and declares no cursor
+// parameter, so cursor is always null; has_more says whether page+1 has
+// results.
 //
 // _warnings says, in fixed sentences, what a caller could otherwise misread:
 // sku_ids left null because the results carry no SKU ids, a page shorter
@@ -71,10 +72,7 @@ func Site() *pages.Site {
 
 // searchRequest builds the search page's URL in the site's own form.
 func searchRequest(c *upstream.Call) (pages.Request, error) {
-	page, limit, err := paging(c)
-	if err != nil {
-		return pages.Request{}, err
-	}
+	page, limit := paging(c)
 	q := url.Values{}
 	q.Set("submit-search", "web-regular")
 	q.Set("search", c.Param("query"))
@@ -89,21 +87,19 @@ func searchRequest(c *upstream.Call) (pages.Request, error) {
 	return pages.Request{Path: "/search.jsp", Query: q, Country: "US"}, nil
 }
 
-// paging reads page (from 1) and limit (1-120, default 120), validated by
-// the registry; the defaults cover a call made without it.
-func paging(c *upstream.Call) (page, limit int, err error) {
+// paging reads page (from 1) and limit (1-120, default 120). The registry
+// declares those bounds, so validation has refused anything else before the
+// call was reserved; the defaults cover a value that is absent (or, in a
+// call made without validation, unreadable).
+func paging(c *upstream.Call) (page, limit int) {
 	page, limit = 1, maxPerPage
-	if v := c.Param("page"); v != "" {
-		if page, err = strconv.Atoi(v); err != nil || page < 1 {
-			return 0, 0, upstream.InvalidParameterFault("page", "invalid", "page must be a whole number from 1")
-		}
+	if n, err := strconv.Atoi(c.Param("page")); err == nil && n >= 1 {
+		page = n
 	}
-	if v := c.Param("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > maxPerPage {
-			return 0, 0, upstream.InvalidParameterFault("limit", "invalid", "limit must be from 1 to 120")
-		}
+	if n, err := strconv.Atoi(c.Param("limit")); err == nil && n >= 1 && n <= maxPerPage {
+		limit = n
 	}
-	return page, limit, nil
+	return page, limit
 }
 
 // Result is the data of retailer_a/search.
@@ -258,10 +254,7 @@ func parseSearch(c *upstream.Call, p *pages.Page) (any, error) {
 		return nil, upstream.MalformedFault("%s has no products list in a %d-byte page", dataVar, len(p.Body))
 	}
 
-	page, limit, err := paging(c)
-	if err != nil {
-		return nil, err
-	}
+	page, limit := paging(c)
 	if len(products) > limit {
 		// The offset of the next page counts limit products, so keep as many.
 		products = products[:limit]
@@ -293,10 +286,6 @@ func parseSearch(c *upstream.Call, p *pages.Page) (any, error) {
 		res.Total = &t
 		more := (page-1)*limit+res.Count < total && res.Count > 0
 		res.HasMore = &more
-		if more {
-			next := strconv.Itoa(page + 1)
-			res.Cursor = &next
-		}
 	} else if res.Count == 0 {
 		more := false
 		res.HasMore = &more
