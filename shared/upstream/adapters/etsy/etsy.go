@@ -105,12 +105,12 @@ type reviews struct {
 
 // The _warnings sentences, fixed so that callers can match them.
 const (
-	warnAPIAuthor    = "Reviewer names are not available from the Etsy API; author is null."
-	warnAPIThemes    = "Review themes are not available from the Etsy API; themes is null."
-	warnAPINoSummary = "rating and rating_distribution are null: the Etsy API gives no rating summary, " +
+	warnAPIAuthor    = "Reviewer names are not available from the official API; author is null."
+	warnAPIThemes    = "Review themes are not available from the official API; themes is null."
+	warnAPINoSummary = "rating and rating_distribution are null: the official API gives no rating summary, " +
 		"and this request did not read every review to compute one."
 	warnAPIFiltered = "rating and rating_distribution describe every review, not only those with the requested rating."
-	warnPageFirst   = "Only the reviews the listing page shows first, in Etsy's relevancy order: " +
+	warnPageFirst   = "Only the reviews the listing page shows first, in the site's relevancy order: " +
 		"later pages are not available in that order."
 	warnPageNoSummary = "rating_distribution and themes are not available from the listing page; they are null."
 )

@@ -223,7 +223,7 @@ func TestPageRoutes(t *testing.T) {
 			if d["rating_distribution"] != nil || d["themes"] != nil {
 				t.Fatalf("the listing page has no distribution or themes: %v %v", d["rating_distribution"], d["themes"])
 			}
-			wantWarnings(t, d, "Only the reviews the listing page shows first, in Etsy's relevancy order",
+			wantWarnings(t, d, "Only the reviews the listing page shows first, in the site's relevancy order",
 				"rating_distribution and themes are not available from the listing page")
 			switch req := u.LastRequest(t); p.Name {
 			case "zyte_api":

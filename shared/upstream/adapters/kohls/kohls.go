@@ -118,7 +118,7 @@ type Result struct {
 
 // The _warnings sentences, fixed so that callers can match them.
 const (
-	warnNoSKUs = "Kohl's search results do not carry SKU ids; sku_ids is null for the products without them."
+	warnNoSKUs = "The site's search results do not carry SKU ids; sku_ids is null for the products without them."
 	warnShort  = "The site returned fewer products than limit although more follow (it may cap the page size); " +
 		"the next page starts after limit products, so some results may be skipped."
 	warnSort      = "The site did not apply the requested sort; sorts marks the order it used."
