@@ -151,20 +151,7 @@ func (r row) failed(what string, status int, errType, reason string) row {
 // checkURLs refuses URL-typed parameters the URL policy refuses, as the
 // pipeline does before any call (a registry example must pass it too).
 func (c *canary) checkURLs(ctx context.Context, e *registry.Endpoint, values map[string]string) *envelope.Error {
-	policy := c.srv.URLPolicy()
-	if policy == nil {
-		return nil
-	}
-	for _, p := range e.Params {
-		v, ok := values[p.Name]
-		if p.Type != registry.URL || !ok {
-			continue
-		}
-		if _, err := policy.Check(ctx, v); err != nil {
-			return upstream.URLRefusal(p.Name, err)
-		}
-	}
-	return nil
+	return upstream.CheckURLParams(ctx, c.srv.URLPolicy(), e, values)
 }
 
 // exampleRequest is the request discovery shows for e (registry's

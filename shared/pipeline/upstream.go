@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/meridian-data/meridian/shared/envelope"
-	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/upstream"
 )
 
@@ -32,20 +31,10 @@ func (p *Pipeline) upstreamHandler(key string) Handler {
 }
 
 // checkURLs refuses a live call whose URL-typed parameter leads to a
-// non-public address (spec: unparseable or unusable URL, 422 naming the
-// field), before any cache lookup, fetch or charge.
+// non-public address (upstream.CheckURLParams).
 func (p *Pipeline) checkURLs(x *exchange, c *Call) *envelope.Error {
-	if p.cfg.URLPolicy == nil || c.Sandbox {
+	if c.Sandbox {
 		return nil
 	}
-	for _, param := range c.Endpoint.Params {
-		v, ok := c.Params.Values[param.Name]
-		if param.Type != registry.URL || !ok {
-			continue
-		}
-		if _, err := p.cfg.URLPolicy.Check(x.r.Context(), v); err != nil {
-			return upstream.URLRefusal(param.Name, err)
-		}
-	}
-	return nil
+	return upstream.CheckURLParams(x.r.Context(), p.cfg.URLPolicy, c.Endpoint, c.Params.Values)
 }

@@ -42,6 +42,9 @@ var (
 	}
 	// craft_market (Etsy): every listing and shop page is on etsy.com.
 	craftMarketHosts = []string{"etsy.com"}
+	// photo_social (Instagram): posts and reels on instagram.com (www., m.)
+	// and the instagr.am short domain.
+	photoSocialHosts = []string{"instagram.com", "instagr.am"}
 )
 
 var commerce = []Endpoint{
@@ -175,7 +178,7 @@ var social = []Endpoint{
 	{
 		Platform: "photo_social", ID: "post-stats", Family: Social, Kind: Data, Cost: 5, Origin: SpecListed, CacheTTL: 5 * time.Minute,
 		Name: "Photo social post stats", Description: "Public counters of a post or reel (not private creator analytics). A fresh lookup costs at least 5.",
-		Params: []Param{P("url", URL, "Public post or reel URL.").Req().Ex("https://photos.example.com/p/ABC123/")},
+		Params: []Param{P("url", URL, "Public post or reel URL.").Req().Ex("https://www.instagram.com/p/C9pHoTo1abc/").OnHosts(photoSocialHosts...)},
 	},
 	{
 		Platform: "microblog_a", ID: "search", Family: Social, Kind: Data, Cost: 3, Origin: SpecListed, AI: true, CacheTTL: 2 * time.Minute,

@@ -1,12 +1,14 @@
 package upstream
 
 import (
+	"context"
 	"math"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/registry"
 )
 
 // Error is the caller's typed error for an outcome that carries no data
@@ -70,6 +72,27 @@ const AllowanceRetry = 30 * time.Second
 // URLRefusal is the caller's error for a URL parameter the policy refuses.
 func URLRefusal(field string, err error) *envelope.Error {
 	return Outcome{Fault: unsafeURL(field, err)}.Error()
+}
+
+// CheckURLParams refuses a call whose URL-typed parameter leads to a
+// non-public address (422 naming the field), before any cache lookup,
+// fetch or charge. A platform page URL (a parameter with Hosts) is not
+// checked: validation already put it on the platform's own public hosts,
+// and adapters fetch the platform's origin, never the URL as given.
+func CheckURLParams(ctx context.Context, policy *URLPolicy, e *registry.Endpoint, values map[string]string) *envelope.Error {
+	if policy == nil {
+		return nil
+	}
+	for _, param := range e.Params {
+		v, ok := values[param.Name]
+		if param.Type != registry.URL || len(param.Hosts) > 0 || !ok {
+			continue
+		}
+		if _, err := policy.Check(ctx, v); err != nil {
+			return URLRefusal(param.Name, err)
+		}
+	}
+	return nil
 }
 
 // withRetryAfter sets retry-after in whole seconds, rounded up, when known.

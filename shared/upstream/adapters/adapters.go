@@ -11,10 +11,12 @@ import (
 	"github.com/meridian-data/meridian/shared/upstream/adapters/companieshouse"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/etsy"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/github"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/instagram"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/itunes"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/klarna"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/kohls"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/playstore"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/xapi"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/youtube"
 	"github.com/meridian-data/meridian/shared/upstream/pages"
 )
@@ -32,6 +34,7 @@ func All() []*upstream.Provider {
 		companieshouse.Provider(),
 		youtube.Provider(),
 		github.Provider(),
+		xapi.Provider(),
 		etsy.Provider(),
 		aliexpress.Provider(),        // the affiliate API, with the operator's app credentials
 		aliexpress.SimilarProvider(), // the same app's related products, under a monthly allowance
@@ -45,5 +48,5 @@ func All() []*upstream.Provider {
 
 // Sites are the sites read from their public pages, built fresh.
 func Sites() []*pages.Site {
-	return []*pages.Site{etsy.Site(), kohls.Site(), klarna.Site(), aliexpress.Site(), amazon.Site()}
+	return []*pages.Site{etsy.Site(), kohls.Site(), klarna.Site(), aliexpress.Site(), amazon.Site(), instagram.Site()}
 }
