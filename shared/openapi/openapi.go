@@ -199,6 +199,9 @@ func operation(e *registry.Endpoint, schemas DataSchemas, defs obj, rs *response
 	if e.LimitedCapacity {
 		op["x-limited-capacity"] = true
 	}
+	if e.Origin == registry.Addition {
+		op["x-addition"] = true // beyond the specification
+	}
 	return path, op
 }
 

@@ -579,7 +579,7 @@ func platformIndexes(eps []Endpoint) []Endpoint {
 // Declarations returns every declaration of the production registry.
 func Declarations() []Endpoint {
 	var all []Endpoint
-	for _, group := range [][]Endpoint{commerce, knowledge, social, media, apps, places, webAndBundles, service} {
+	for _, group := range [][]Endpoint{commerce, knowledge, social, media, apps, places, webAndBundles, service, creators()} {
 		all = append(all, group...)
 	}
 	return platformIndexes(all)

@@ -38,6 +38,8 @@ type Entry struct {
 	Streams         bool       `json:"streams"`
 	CacheTTLSeconds int64      `json:"cache_ttl_seconds"`
 	Metered         bool       `json:"metered"`
+	// Addition marks an operation beyond the specification (Origin Addition).
+	Addition bool `json:"addition"`
 	// Available says whether this deployment can serve the endpoint on
 	// /v1. The registry knows no deployment: Entry leaves it false and the
 	// pipeline, which holds the handler table, sets it.
@@ -70,7 +72,7 @@ func (e *Endpoint) Entry() Entry {
 		ID: e.Key(), Name: e.Name, Method: e.HTTPMethod(), Path: e.Path(), CreditCost: e.Cost,
 		Description: e.Description, Params: []ParamDoc{}, OneOf: e.AnyOf, AIAssist: e.AI,
 		LimitedCapacity: e.LimitedCapacity, Deprecated: e.Deprecated != nil, Streams: e.Streams,
-		CacheTTLSeconds: int64(e.CacheFor().Seconds()), Metered: e.FairUse > 0,
+		CacheTTLSeconds: int64(e.CacheFor().Seconds()), Metered: e.FairUse > 0, Addition: e.Origin == Addition,
 	}
 	for _, p := range e.accepted {
 		d := ParamDoc{

@@ -113,8 +113,8 @@ func (e *Endpoint) prepare() error {
 	if e.Family == "" || e.Kind == "" || e.Name == "" || e.Origin == "" {
 		return fmt.Errorf("family, kind, name and origin are required")
 	}
-	if e.Origin == SpecNamed && e.Decision == "" {
-		return fmt.Errorf("an operation the spec only names must say what was chosen (Decision)")
+	if (e.Origin == SpecNamed || e.Origin == Addition) && e.Decision == "" {
+		return fmt.Errorf("an operation the spec only names, or one beyond it, must say what was chosen (Decision)")
 	}
 	if e.Platform != "" && !platformPattern.MatchString(e.Platform) {
 		return fmt.Errorf("platform %q is not a lowercase path segment", e.Platform)

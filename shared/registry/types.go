@@ -114,6 +114,10 @@ const (
 	SpecNamed Origin = "named"
 	// Derived: added by Meridian (platform indexes, retired aliases).
 	Derived Origin = "derived"
+	// Addition: a data operation beyond the specification (the creator
+	// building blocks the composite operations are built from); Decision
+	// says why, and the catalogue marks it.
+	Addition Origin = "addition"
 )
 
 // Endpoint is one registered operation.
