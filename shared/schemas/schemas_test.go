@@ -301,6 +301,15 @@ var examples = map[string]struct{ valid, invalid string }{
 	"video_platform/search": {
 		`{"items":[{"id":"dQw4w9WgXcQ","type":"video","views":"1.2M views","channel":{"id":"UC1"}}],"cursor":"tok"}`,
 		`{"items":[{"id":42}]}`},
+	"video_platform/profile": {
+		`{"id":"UC_x5XG1OV2P6uZZ5FSM9Ttw","handle":"googledevelopers","followers":2400000,"follower_source_field":"statistics.subscriberCount","posts_count":6000}`,
+		`{"followers":"2.4M"}`},
+	"video_platform/posts": {
+		`{"channel_id":"UC1","items":[{"id":"dQw4w9WgXcQ","duration":"PT4M13S","counts":{"likes":10,"comments":null,"shares":null,"views":100}}],"count":1,"cursor":"tok","has_more":true}`,
+		`{"items":[{"counts":{"views":"100"}}]}`},
+	"video_platform/comments": {
+		`{"video_id":"dQw4w9WgXcQ","items":[{"id":"Ugz1","text":"nice","author":{"name":"@a","channel_id":"UC1"},"likes":3,"replies":0}],"has_more":false}`,
+		`{"items":[{"author":{"channel_id":1}}]}`},
 	"social_a/event": {
 		`{"id":"123","location":{"latitude":1.2,"city":"Lisbon"},"hosts":[{"id":"9","verified":true}],"is_online":false}`,
 		`{"is_canceled":"false"}`},

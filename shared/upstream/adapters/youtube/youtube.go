@@ -1,6 +1,9 @@
 // Package youtube serves video_platform/search over the YouTube Data API v3
 // search.list method (GET /youtube/v3/search, part=snippet), authenticated
-// with an API key sent as the documented `key` query parameter.
+// with an API key sent as the documented `key` query parameter, and the
+// creator building blocks video_platform/profile, posts and comments over
+// channels.list, playlistItems.list, videos.list and commentThreads.list
+// (creators.go).
 //
 // search.list returns one quota-priced page of video, channel and playlist
 // results with their snippets. It carries no durations, view counts or
@@ -36,7 +39,7 @@ const (
 func Provider() *upstream.Provider {
 	return &upstream.Provider{
 		Name:     "youtube_data",
-		Protocol: "YouTube Data API v3 (REST, JSON), search.list with part=snippet and an API key",
+		Protocol: "YouTube Data API v3 (REST, JSON) with an API key: search.list (part=snippet), channels.list, playlistItems.list, videos.list and commentThreads.list",
 		Docs:     "https://developers.google.com/youtube/v3/docs/search/list",
 		BaseURL:  "https://www.googleapis.com",
 		Secrets: []upstream.Secret{{
@@ -44,11 +47,16 @@ func Provider() *upstream.Provider {
 			Required: true,
 			Doc: "A Google Cloud API key with the YouTube Data API v3 enabled: Google Cloud console > APIs & Services > " +
 				"Library > YouTube Data API v3 > Enable, then Credentials > Create credentials > API key (restrict it to " +
-				"that API). Each search.list call costs 100 units of the project's daily quota (10,000 by default), " +
-				"which resets at midnight Pacific Time.",
+				"that API). Calls are priced in the project's daily quota (10,000 units by default), which resets at " +
+				"midnight Pacific Time: search.list 100 units (video_platform/search); channels.list 1, " +
+				"playlistItems.list 1, videos.list 1 and commentThreads.list 1 (video_platform/profile 1 unit, " +
+				"posts 3, comments 1).",
 		}},
 		Endpoints: map[string]upstream.Adapter{
-			"video_platform/search": search,
+			"video_platform/search":   search,
+			"video_platform/profile":  profile,
+			"video_platform/posts":    posts,
+			"video_platform/comments": comments,
 		},
 	}
 }
