@@ -301,6 +301,12 @@ var examples = map[string]struct{ valid, invalid string }{
 	"video_platform/search": {
 		`{"items":[{"id":"dQw4w9WgXcQ","type":"video","views":"1.2M views","channel":{"id":"UC1"}}],"cursor":"tok"}`,
 		`{"items":[{"id":42}]}`},
+	"microblog_b/posts": {
+		`{"items":[{"id":"2031265227600823506","type":"post","author":{"id":"1456789012345678901","handle":"sample_gopher"},"stats":{"likes":1480,"views":null},"hashtags":["golang"]}],"count":1,"cursor":null,"has_more":false}`,
+		`{"items":[{"id":2031265227600823506}]}`},
+	"microblog_b/comments": {
+		`{"post_id":"2030920271262642177","items":[{"id":"2031097690321840129","author":{"id":"1500000000000000011","handle":"ana_reviews"},"likes":42,"replies":null,"in_reply_to_id":"2030920271262642177"}],"count":1,"cursor":"1jzu9lk96gu5","has_more":true,"_warnings":["older replies are missing"]}`,
+		`{"items":[{"likes":"42"}]}`},
 	"video_platform/profile": {
 		`{"id":"UC_x5XG1OV2P6uZZ5FSM9Ttw","handle":"googledevelopers","followers":2400000,"follower_source_field":"statistics.subscriberCount","posts_count":6000}`,
 		`{"followers":"2.4M"}`},

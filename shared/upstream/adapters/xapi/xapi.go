@@ -1,12 +1,16 @@
 // Package xapi serves the microblog_b endpoints over the official X API v2
 // with the operator's app-only bearer token: GET /2/tweets/search/recent for
-// microblog_b/search-posts and GET /2/users/by/username/:username for
-// microblog_b/profile.
+// microblog_b/search-posts, GET /2/users/by/username/:username for
+// microblog_b/profile, and the creator building blocks on the same calls:
+// microblog_b/posts (the user lookup, then GET /2/users/:id/tweets) and
+// microblog_b/comments (recent search for the post's conversation, and
+// GET /2/tweets/:id only when that finds nothing).
 //
 // Search uses recent search, which covers the last seven days on every
 // self-serve access level; full-archive search (/2/tweets/search/all) needs
 // a higher tier, so dates outside the window are handled here (see
-// timeBounds). The cursor is X's next_token, passed through unchanged.
+// timeBounds). The cursors are X's next_token and pagination_token, passed
+// through unchanged.
 package xapi
 
 import (
@@ -15,6 +19,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,8 +37,13 @@ const pageSize = "20"
 // Requested fields. note_tweet carries the full text of posts longer than
 // 280 characters, which text truncates.
 const (
-	tweetFields       = "created_at,public_metrics,author_id,entities,lang,referenced_tweets,note_tweet"
-	searchUserFields  = "username,name,verified,verified_type"
+	tweetFields      = "created_at,public_metrics,author_id,entities,lang,referenced_tweets,note_tweet"
+	searchUserFields = "username,name,verified,verified_type"
+	// A timeline's posts are all the account's, so author_id is not asked for.
+	timelineFields = "created_at,public_metrics,referenced_tweets,note_tweet,entities,lang"
+	// Replies need no entities: a comment carries text, author and counters.
+	replyFields       = "created_at,public_metrics,author_id,conversation_id,referenced_tweets,note_tweet,lang"
+	replyUserFields   = "username,name"
 	profileUserFields = "created_at,description,entities,location,pinned_tweet_id,profile_banner_url,profile_image_url," +
 		"protected,public_metrics,url,verified,verified_type"
 )
@@ -42,7 +52,7 @@ const (
 func Provider() *upstream.Provider {
 	return &upstream.Provider{
 		Name:     "x_api",
-		Protocol: "X API v2 (JSON, OAuth 2.0 App-Only bearer token): recent search and user lookup by username",
+		Protocol: "X API v2 (JSON, OAuth 2.0 App-Only bearer token): recent search, user lookup by username, user timelines and post lookup",
 		Docs:     "https://docs.x.com/x-api",
 		BaseURL:  "https://api.x.com",
 		Secrets: []upstream.Secret{{
@@ -55,6 +65,8 @@ func Provider() *upstream.Provider {
 		Endpoints: map[string]upstream.Adapter{
 			"microblog_b/search-posts": searchPosts,
 			"microblog_b/profile":      profile,
+			"microblog_b/posts":        posts,
+			"microblog_b/comments":     comments,
 		},
 	}
 }
@@ -83,8 +95,9 @@ type errorBody struct {
 }
 
 const (
-	notFoundType = "https://api.twitter.com/2/problems/resource-not-found"
-	usageCapType = "https://api.twitter.com/2/problems/usage-capped"
+	notFoundType      = "https://api.twitter.com/2/problems/resource-not-found"
+	notAuthorizedType = "https://api.twitter.com/2/problems/not-authorized-for-resource"
+	usageCapType      = "https://api.twitter.com/2/problems/usage-capped"
 )
 
 // usageCapWait rests the route after the monthly post cap is hit: the cap
@@ -96,7 +109,7 @@ const usageCapWait = time.Hour
 // from, so an X refusal of one is a 422 naming the caller's field.
 var fields = map[string]string{
 	"query": "query", "next_token": "cursor", "pagination_token": "cursor",
-	"start_time": "from_date", "end_time": "to_date", "username": "handle",
+	"start_time": "from_date", "end_time": "to_date", "username": "handle", "max_results": "limit",
 }
 
 // getJSON fetches path and decodes a 2xx body into out; failures are
@@ -215,7 +228,9 @@ type tweet struct {
 	} `json:"note_tweet"`
 }
 
-type searchBody struct {
+// tweetsBody is a page of posts: recent search and user timelines answer
+// the same envelope.
+type tweetsBody struct {
 	Data     []tweet `json:"data"`
 	Includes struct {
 		Users []user `json:"users"`
@@ -227,12 +242,13 @@ type searchBody struct {
 	Errors []problem `json:"errors"`
 }
 
-// Posts is the data of microblog_b/search-posts.
+// Posts is the data of microblog_b/search-posts and microblog_b/posts.
 type Posts struct {
-	Items   []Post  `json:"items"`
-	Count   int     `json:"count"`
-	Cursor  *string `json:"cursor"`
-	HasMore bool    `json:"has_more"`
+	Items    []Post   `json:"items"`
+	Count    int      `json:"count"`
+	Cursor   *string  `json:"cursor"`
+	HasMore  bool     `json:"has_more"`
+	Warnings []string `json:"_warnings,omitempty"`
 }
 
 // Post is one post. Fields after Stats are the spec's unnamed extras.
@@ -272,6 +288,62 @@ type Stats struct {
 // out by this route and would only earn a 400 from X.
 var tokenPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,512}$`)
 
+// pageToken checks the caller's cursor before it is sent as name.
+func pageToken(c *upstream.Call, q url.Values, name string) error {
+	cur := c.Param("cursor")
+	if cur == "" {
+		return nil
+	}
+	if !tokenPattern.MatchString(cur) {
+		return upstream.InvalidParameterFault("cursor", "invalid_cursor",
+			"cursor is not a token from a previous response; pass it back unchanged.")
+	}
+	q.Set(name, cur)
+	return nil
+}
+
+// getPage fetches a page of posts from path (recent search or a timeline);
+// a page without meta is malformed.
+func getPage(ctx context.Context, c *upstream.Call, path string, q url.Values) (*tweetsBody, error) {
+	var body tweetsBody
+	if err := getJSON(ctx, c, path, q, &body); err != nil {
+		return nil, err
+	}
+	if body.Meta == nil {
+		if len(body.Errors) > 0 {
+			return nil, upstream.MalformedFault("%s answered only errors: %s", path, describe(body.Errors[0]))
+		}
+		return nil, upstream.MalformedFault("%s answer has no meta", path)
+	}
+	for _, t := range body.Data {
+		if t.ID == "" {
+			return nil, upstream.MalformedFault("a post has no id")
+		}
+	}
+	return &body, nil
+}
+
+// usersByID indexes expanded users.
+func usersByID(list []user) map[string]user {
+	users := make(map[string]user, len(list))
+	for _, u := range list {
+		users[u.ID] = u
+	}
+	return users
+}
+
+// postsPage maps a page of posts as search-posts and posts answer it.
+func postsPage(body *tweetsBody, users map[string]user) Posts {
+	out := Posts{Items: make([]Post, 0, len(body.Data))}
+	for _, t := range body.Data {
+		out.Items = append(out.Items, post(t, users))
+	}
+	out.Count = len(out.Items)
+	out.Cursor = text(body.Meta.NextToken)
+	out.HasMore = out.Cursor != nil
+	return out
+}
+
 func searchPosts(ctx context.Context, c *upstream.Call) (any, error) {
 	q := url.Values{}
 	query := c.Param("query")
@@ -294,44 +366,22 @@ func searchPosts(ctx context.Context, c *upstream.Call) (any, error) {
 	if end != "" {
 		q.Set("end_time", end)
 	}
-	if cur := c.Param("cursor"); cur != "" {
-		if !tokenPattern.MatchString(cur) {
-			return nil, upstream.InvalidParameterFault("cursor", "invalid_cursor",
-				"cursor is not a token from a previous response; pass it back unchanged.")
-		}
-		q.Set("next_token", cur)
+	if err := pageToken(c, q, "next_token"); err != nil {
+		return nil, err
 	}
 	q.Set("max_results", pageSize)
 	q.Set("tweet.fields", tweetFields)
 	q.Set("expansions", "author_id")
 	q.Set("user.fields", searchUserFields)
 
-	var body searchBody
-	if err := getJSON(ctx, c, "/2/tweets/search/recent", q, &body); err != nil {
+	body, err := getPage(ctx, c, searchPath, q)
+	if err != nil {
 		return nil, err
 	}
-	if body.Meta == nil {
-		if len(body.Errors) > 0 {
-			return nil, upstream.MalformedFault("search answered only errors: %s", describe(body.Errors[0]))
-		}
-		return nil, upstream.MalformedFault("search answer has no meta")
-	}
-	users := make(map[string]user, len(body.Includes.Users))
-	for _, u := range body.Includes.Users {
-		users[u.ID] = u
-	}
-	out := Posts{Items: make([]Post, 0, len(body.Data))}
-	for _, t := range body.Data {
-		if t.ID == "" {
-			return nil, upstream.MalformedFault("a post has no id")
-		}
-		out.Items = append(out.Items, post(t, users))
-	}
-	out.Count = len(out.Items)
-	out.Cursor = text(body.Meta.NextToken)
-	out.HasMore = out.Cursor != nil
-	return out, nil
+	return postsPage(body, usersByID(body.Includes.Users)), nil
 }
+
+const searchPath = "/2/tweets/search/recent"
 
 func post(t tweet, users map[string]user) Post {
 	// X leaves out entities a post does not have, so none is an empty list.
@@ -493,13 +543,19 @@ type Profile struct {
 // usernamePattern is X's own rule for usernames; X answers 400 to others.
 var usernamePattern = regexp.MustCompile(`^[A-Za-z0-9_]{1,15}$`)
 
-func profile(ctx context.Context, c *upstream.Call) (any, error) {
-	handle := c.Param("handle")
+// checkHandle refuses a handle X would answer 400 to, before any request.
+func checkHandle(handle string) error {
 	if !usernamePattern.MatchString(handle) {
-		return nil, upstream.InvalidParameterFault("handle", "invalid_handle",
+		return upstream.InvalidParameterFault("handle", "invalid_handle",
 			"handle must be 1 to 15 letters, digits or underscores, without a leading @.")
 	}
-	q := url.Values{"user.fields": {profileUserFields}}
+	return nil
+}
+
+// lookupUser reads the account behind handle with userFields; an unknown
+// or suspended account is not found.
+func lookupUser(ctx context.Context, c *upstream.Call, handle, userFields string) (*user, error) {
+	q := url.Values{"user.fields": {userFields}}
 	var body userBody
 	if err := getJSON(ctx, c, "/2/users/by/username/"+handle, q, &body); err != nil {
 		return nil, err
@@ -520,6 +576,18 @@ func profile(ctx context.Context, c *upstream.Call) (any, error) {
 	u := body.Data
 	if u.ID == "" || u.Username == "" {
 		return nil, upstream.MalformedFault("the user record has no id or username")
+	}
+	return u, nil
+}
+
+func profile(ctx context.Context, c *upstream.Call) (any, error) {
+	handle := c.Param("handle")
+	if err := checkHandle(handle); err != nil {
+		return nil, err
+	}
+	u, err := lookupUser(ctx, c, handle, profileUserFields)
+	if err != nil {
+		return nil, err
 	}
 	link := "https://x.com/" + u.Username
 	p := Profile{
@@ -547,4 +615,208 @@ func profile(ctx context.Context, c *upstream.Call) (any, error) {
 		p.Warnings = append(p.Warnings, "The account is protected: its posts are visible only to approved followers and are not searchable.")
 	}
 	return p, nil
+}
+
+// ---- microblog_b/posts ----
+
+// posts reads an account's timeline: the handle is looked up for the
+// numeric id the timeline needs (and whether the account is protected),
+// then GET /2/users/:id/tweets gives its latest posts, newest first. X
+// serves a timeline's most recent 3,200 posts.
+func posts(ctx context.Context, c *upstream.Call) (any, error) {
+	handle := c.Param("handle")
+	if err := checkHandle(handle); err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	if err := pageToken(c, q, "pagination_token"); err != nil {
+		return nil, err
+	}
+	u, err := lookupUser(ctx, c, handle, "protected")
+	if err != nil {
+		return nil, err
+	}
+	if u.Protected != nil && *u.Protected {
+		// An app-only token is no approved follower: X would answer an
+		// authorization error, so the timeline is not asked for.
+		return Posts{Items: []Post{}, Warnings: []string{
+			"The account is protected: its posts are visible only to approved followers, so none are returned."}}, nil
+	}
+	q.Set("max_results", c.Param("limit"))
+	if c.Param("include_reposts") != "true" {
+		q.Set("exclude", "retweets")
+	}
+	q.Set("tweet.fields", timelineFields)
+	body, err := getPage(ctx, c, "/2/users/"+u.ID+"/tweets", q)
+	if err != nil {
+		return nil, err
+	}
+	for i := range body.Data {
+		if body.Data[i].AuthorID == "" { // every post of a timeline is the account's (a repost too)
+			body.Data[i].AuthorID = u.ID
+		}
+	}
+	return postsPage(body, map[string]user{u.ID: *u}), nil
+}
+
+// ---- microblog_b/comments ----
+
+// Comments is the data of microblog_b/comments.
+type Comments struct {
+	PostID   string    `json:"post_id"`
+	Items    []Comment `json:"items"`
+	Count    int       `json:"count"`
+	Cursor   *string   `json:"cursor"`
+	HasMore  bool      `json:"has_more"`
+	Warnings []string  `json:"_warnings,omitempty"`
+}
+
+// Comment is one reply to the post (or to another reply in its
+// conversation).
+type Comment struct {
+	ID        string  `json:"id"`
+	URL       *string `json:"url"`
+	Text      *string `json:"text"`
+	CreatedAt *string `json:"created_at"`
+	Lang      *string `json:"lang"`
+	Author    *Author `json:"author"`
+	Likes     *int64  `json:"likes"`
+	Replies   *int64  `json:"replies"`
+	InReplyTo *string `json:"in_reply_to_id"`
+}
+
+// maxPostID is the largest id X hands out (a signed 64-bit Snowflake).
+const maxPostID = 1<<63 - 1
+
+// statusPath finds the id in a post URL's path: /<user>/status/<id>,
+// /i/web/status/<id>, the older /<user>/statuses/<id>, each possibly
+// followed by /photo/1 and the like.
+var statusPath = regexp.MustCompile(`^/(?:[^/]+/)*status(?:es)?/([0-9]{1,19})(?:/|$)`)
+
+// postID is the numeric post id of post_id: the id itself, or the id in a
+// post URL (the registry has already held the URL to the platform's hosts).
+func postID(raw string) (string, error) {
+	id := raw
+	if u, err := url.Parse(raw); err == nil && u.Host != "" {
+		m := statusPath.FindStringSubmatch(u.Path)
+		if m == nil {
+			return "", upstream.InvalidParameterFault("post_id", "not_a_post",
+				"post_id must be a numeric post id or the URL of a post (…/status/<id>).")
+		}
+		id = m[1]
+	}
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil || n == 0 || n > maxPostID {
+		return "", upstream.InvalidParameterFault("post_id", "invalid_post_id",
+			"post_id must be a numeric post id or the URL of a post (…/status/<id>).")
+	}
+	return strconv.FormatUint(n, 10), nil
+}
+
+// snowflakeEpoch is X's id epoch (2010-11-04T01:42:54.657Z) in Unix
+// milliseconds: an id's bits above the lowest 22 are its creation time
+// in milliseconds since then.
+const snowflakeEpoch = 1288834974657
+
+// postedBefore reports whether the post with id was created before t, read
+// from the id itself. An id from before Snowflake (2010) reads as 2010,
+// old enough for any window.
+func postedBefore(id string, t time.Time) bool {
+	n, err := strconv.ParseUint(id, 10, 64)
+	if err != nil {
+		return false
+	}
+	return time.UnixMilli(int64(n>>22) + snowflakeEpoch).Before(t)
+}
+
+// tweetBody is the answer of GET /2/tweets/:id.
+type tweetBody struct {
+	Data *struct {
+		ID             string `json:"id"`
+		ConversationID string `json:"conversation_id"`
+	} `json:"data"`
+	Errors []problem `json:"errors"`
+}
+
+// comments samples a post's replies by recent search for its conversation
+// (conversation_id:<id> is:reply), newest first. Recent search holds the
+// last seven days, so the replies of an older post are only its recent
+// ones: the post's age is read from its id, and _warnings says so. An
+// empty first page is ambiguous, so only then is the post looked up, to
+// answer 404 for a post that does not exist.
+func comments(ctx context.Context, c *upstream.Call) (any, error) {
+	id, err := postID(c.Param("post_id"))
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	if err := pageToken(c, q, "next_token"); err != nil {
+		return nil, err
+	}
+	q.Set("query", "conversation_id:"+id+" is:reply")
+	q.Set("sort_order", "recency")
+	q.Set("max_results", c.Param("limit"))
+	q.Set("tweet.fields", replyFields)
+	q.Set("expansions", "author_id")
+	q.Set("user.fields", replyUserFields)
+	body, err := getPage(ctx, c, searchPath, q)
+	if err != nil {
+		return nil, err
+	}
+	page := postsPage(body, usersByID(body.Includes.Users))
+	out := Comments{PostID: id, Items: make([]Comment, 0, len(page.Items)), Count: page.Count,
+		Cursor: page.Cursor, HasMore: page.HasMore}
+	for _, p := range page.Items {
+		cm := Comment{ID: p.ID, URL: p.URL, Text: p.Text, CreatedAt: p.CreatedAt, Lang: p.Lang, Author: p.Author}
+		if p.Stats != nil {
+			cm.Likes, cm.Replies = p.Stats.Likes, p.Stats.Replies
+		}
+		if p.Type == "reply" {
+			cm.InReplyTo = p.Reference
+		}
+		out.Items = append(out.Items, cm)
+	}
+	if len(out.Items) == 0 && c.Param("cursor") == "" {
+		warning, err := checkPost(ctx, c, id)
+		if err != nil {
+			return nil, err
+		}
+		if warning != "" {
+			out.Warnings = append(out.Warnings, warning)
+		}
+	}
+	if postedBefore(id, c.Now.Add(-window)) {
+		out.Warnings = append(out.Warnings, "The post is older than 7 days and the source searches replies of the last 7 days only: "+
+			"older replies are missing, so this is a sample of its recent replies, not of all of them.")
+	}
+	return out, nil
+}
+
+// checkPost looks a post up (GET /2/tweets/:id) to tell an unknown post,
+// which is not found, from one without replies; it returns a warning when
+// the empty answer has a reason the caller can act on.
+func checkPost(ctx context.Context, c *upstream.Call, id string) (string, error) {
+	var body tweetBody
+	if err := getJSON(ctx, c, "/2/tweets/"+id, url.Values{"tweet.fields": {"conversation_id"}}, &body); err != nil {
+		return "", err
+	}
+	if body.Data == nil {
+		for _, e := range body.Errors {
+			switch e.Type {
+			case notFoundType: // deleted, never existed, or its account suspended
+				return "", upstream.NotFoundFault(describe(e))
+			case notAuthorizedType:
+				return "The post is from a protected account: its replies are visible only to approved followers.", nil
+			}
+		}
+		if len(body.Errors) > 0 {
+			return "", upstream.MalformedFault("post lookup answered only errors: %s", describe(body.Errors[0]))
+		}
+		return "", upstream.MalformedFault("post lookup answer has no data")
+	}
+	if root := body.Data.ConversationID; root != "" && root != id {
+		return "The post is itself a reply: replies are found by conversation, so send the conversation's first post, post_id=" +
+			root + ", for the replies of the whole thread.", nil
+	}
+	return "", nil
 }
