@@ -127,23 +127,12 @@ func (u *Upstream) Serve(t testing.TB, endpoint, query string) upstream.Outcome 
 }
 
 // Data serves the request, requires success, checks the data against the
-// endpoint's schema and the golden file testdata/upstream/<provider>/golden/<name>.json,
-// and returns the data as plain JSON values.
+// endpoint's schema and the golden file testdata/upstream/<provider>/golden/<name>.json
+// (rewritten first under -update), and returns the data as plain JSON values.
 func (u *Upstream) Data(t testing.TB, endpoint, query, golden string) map[string]any {
 	t.Helper()
-	out := u.Serve(t, endpoint, query)
-	if out.Fault != nil {
-		t.Fatalf("%s?%s failed: %v", endpoint, query, out.Fault)
-	}
-	if err := schemas.Validate(endpoint, out.Data); err != nil {
-		t.Fatalf("%s?%s: data does not validate against the schema: %v", endpoint, query, err)
-	}
-	got, err := json.MarshalIndent(out.Data, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = append(got, '\n')
-	path := filepath.Join(FixturesDir(t), u.Provider.Name, "golden", golden+".json")
+	got := valid(t, endpoint, u.Serve(t, endpoint, query))
+	path := goldenPath(t, u.Provider.Name, golden)
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
@@ -152,18 +141,53 @@ func (u *Upstream) Data(t testing.TB, endpoint, query, golden string) map[string
 			t.Fatal(err)
 		}
 	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("golden file: %v (run the test with -update to write it, then review it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s?%s: data differs from %s\n got: %s\nwant: %s", endpoint, query, path, got, want)
-	}
+	same(t, endpoint+"?"+query, got, path)
 	var plain map[string]any
 	if err := json.Unmarshal(got, &plain); err != nil {
 		t.Fatal(err)
 	}
 	return plain
+}
+
+// MatchesGolden requires out to be a success whose data validates and
+// equals provider's golden file name: another route's answer to the same
+// question (an unblocking service fetching the page the direct route
+// read) must map to the same data. It never rewrites the golden file.
+func MatchesGolden(t testing.TB, endpoint string, out upstream.Outcome, provider, name string) {
+	t.Helper()
+	same(t, endpoint, valid(t, endpoint, out), goldenPath(t, provider, name))
+}
+
+// valid requires a success whose data validates against the endpoint's
+// schema, and returns the data as the golden files hold it.
+func valid(t testing.TB, endpoint string, out upstream.Outcome) []byte {
+	t.Helper()
+	if out.Fault != nil {
+		t.Fatalf("%s failed: %v", endpoint, out.Fault)
+	}
+	if err := schemas.Validate(endpoint, out.Data); err != nil {
+		t.Fatalf("%s: data does not validate against the schema: %v", endpoint, err)
+	}
+	got, err := json.MarshalIndent(out.Data, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(got, '\n')
+}
+
+func goldenPath(t testing.TB, provider, name string) string {
+	return filepath.Join(FixturesDir(t), provider, "golden", name+".json")
+}
+
+func same(t testing.TB, what string, got []byte, path string) {
+	t.Helper()
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("golden file: %v (run the test with -update to write it, then review it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s: data differs from %s\n got: %s\nwant: %s", what, path, got, want)
+	}
 }
 
 // Fault serves the request and requires it to fail with kind.

@@ -1,12 +1,9 @@
 package instagram_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -155,9 +152,8 @@ func TestGraphQLShape(t *testing.T) {
 
 // Every route maps the same page to the same data.
 func TestServices(t *testing.T) {
-	want := golden(t, "post-photo")
 	z := zyte(t)
-	same(t, z.Serve(t, endpoint, q("https://www.instagram.com/p/C9pHoTo1abc/")), want)
+	adaptertest.MatchesGolden(t, endpoint, z.Serve(t, endpoint, q("https://www.instagram.com/p/C9pHoTo1abc/")), instagram.Name, "post-photo")
 	r := z.LastRequest(t)
 	var body map[string]any
 	if err := json.Unmarshal(r.Body, &body); err != nil {
@@ -168,11 +164,11 @@ func TestServices(t *testing.T) {
 		t.Errorf("Zyte request %s %s", r.Path, r.Body)
 	}
 	s := scraperAPI(t)
-	same(t, s.Serve(t, endpoint, q("https://m.instagram.com/reels/C9pHoTo1abc/")), want)
+	adaptertest.MatchesGolden(t, endpoint, s.Serve(t, endpoint, q("https://m.instagram.com/reels/C9pHoTo1abc/")), instagram.Name, "post-photo")
 	if qv := url.Values(s.LastRequest(t).Query); qv.Get("url") != "https://www.instagram.com/p/C9pHoTo1abc/" || qv.Get("api_key") != scraperKey {
 		t.Errorf("ScraperAPI query %v", qv)
 	}
-	same(t, z.Serve(t, endpoint, q("https://www.instagram.com/reel/DAbCdReel12/")), golden(t, "post-reel"))
+	adaptertest.MatchesGolden(t, endpoint, z.Serve(t, endpoint, q("https://www.instagram.com/reel/DAbCdReel12/")), instagram.Name, "post-reel")
 }
 
 // A login wall on the direct route fails over to Zyte, which serves it.
@@ -317,26 +313,3 @@ func TestInvalidURLNotFetched(t *testing.T) {
 }
 
 // ---- helpers ----
-
-func golden(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(adaptertest.FixturesDir(t), instagram.Name, "golden", name+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func same(t *testing.T, out upstream.Outcome, want []byte) {
-	t.Helper()
-	if out.Fault != nil {
-		t.Fatalf("fault %v", out.Fault)
-	}
-	if err := schemas.Validate(endpoint, out.Data); err != nil {
-		t.Fatal(err)
-	}
-	got, _ := json.MarshalIndent(out.Data, "", "  ")
-	if !bytes.Equal(append(got, '\n'), want) {
-		t.Fatalf("data differs from the direct route's golden\n got: %s\nwant: %s", got, want)
-	}
-}

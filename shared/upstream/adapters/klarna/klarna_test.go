@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -164,9 +162,8 @@ func TestProductJSONLDOnly(t *testing.T) {
 
 // Every route maps the same page to the same data.
 func TestProductServices(t *testing.T) {
-	want := golden(t, "product-us")
 	z := zyte(t)
-	same(t, z.Serve(t, endpoint, "id=3201350617&category=94&region=us"), want)
+	adaptertest.MatchesGolden(t, endpoint, z.Serve(t, endpoint, "id=3201350617&category=94&region=us"), klarna.Name, "product-us")
 	r := z.LastRequest(t)
 	var body map[string]any
 	if err := json.Unmarshal(r.Body, &body); err != nil {
@@ -178,19 +175,18 @@ func TestProductServices(t *testing.T) {
 	}
 
 	s := scraperAPI(t)
-	same(t, s.Serve(t, endpoint, "id=3201350617&category=cl94"), want) // region defaults to us
+	adaptertest.MatchesGolden(t, endpoint, s.Serve(t, endpoint, "id=3201350617&category=cl94"), klarna.Name, "product-us") // region defaults to us
 	q := s.LastRequest(t).Query
 	if q["url"][0] != "https://www.klarna.com/us/shopping/pl/cl94/3201350617/" || q["country_code"][0] != "us" || q["api_key"][0] != scraperKey ||
 		q["keep_headers"] != nil {
 		t.Errorf("ScraperAPI query %v", q)
 	}
 
-	uk := golden(t, "product-uk")
-	same(t, z.Serve(t, endpoint, "id=3208812345&category=27&region=gb"), uk)
+	adaptertest.MatchesGolden(t, endpoint, z.Serve(t, endpoint, "id=3208812345&category=27&region=gb"), klarna.Name, "product-uk")
 	if !bytes.Contains(z.LastRequest(t).Body, []byte(`"geolocation":"GB"`)) {
 		t.Errorf("uk geolocation: %s", z.LastRequest(t).Body)
 	}
-	same(t, s.Serve(t, endpoint, "id=3208812345&category=27&region=UK"), uk)
+	adaptertest.MatchesGolden(t, endpoint, s.Serve(t, endpoint, "id=3208812345&category=27&region=UK"), klarna.Name, "product-uk")
 	if q := s.LastRequest(t).Query; q["country_code"][0] != "gb" {
 		t.Errorf("uk country_code %v", q["country_code"])
 	}
@@ -208,8 +204,7 @@ func TestBlockedFailsOver(t *testing.T) {
 	site := klarna.Site()
 	providers := []*upstream.Provider{pages.Direct(site), pages.Zyte(site), pages.ScraperAPI(site)}
 	secrets := map[string]string{pages.ZyteKeySecret: zyteKey, pages.ScraperAPIKeySecret: scraperKey}
-	runner := adaptertest.StartRoutes(t, providers, secrets, serviceOptions()).Runner
-	res := serve(t, runner, "id=3201350617&category=94&region=se")
+	res := adaptertest.StartRoutes(t, providers, secrets, serviceOptions()).Serve(t, endpoint, "id=3201350617&category=94&region=se")
 	if res.Fault != nil {
 		t.Fatalf("fault %v", res.Fault)
 	}
@@ -306,43 +301,6 @@ func TestRegions(t *testing.T) {
 }
 
 // ---- helpers ----
-
-func golden(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(adaptertest.FixturesDir(t), klarna.Name, "golden", name+".json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func same(t *testing.T, out upstream.Outcome, want []byte) {
-	t.Helper()
-	if out.Fault != nil {
-		t.Fatalf("fault %v", out.Fault)
-	}
-	if err := schemas.Validate(endpoint, out.Data); err != nil {
-		t.Fatal(err)
-	}
-	got, _ := json.MarshalIndent(out.Data, "", "  ")
-	if !bytes.Equal(append(got, '\n'), want) {
-		t.Fatalf("data differs from the direct route's golden\n got: %s\nwant: %s", got, want)
-	}
-}
-
-func serve(t *testing.T, r *upstream.Runner, query string) upstream.Outcome {
-	t.Helper()
-	e, _ := registry.Default().Endpoint(endpoint)
-	q, err := url.ParseQuery(query)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, verr := params.Validate(e, q, nil)
-	if verr != nil {
-		t.Fatal(verr)
-	}
-	return r.Serve(context.Background(), endpoint, res.Values)
-}
 
 // The registry declares region, id and category, so validation refuses a
 // bad value with 422 before the call is reserved (no debit, no fair-use

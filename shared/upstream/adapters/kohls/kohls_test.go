@@ -1,7 +1,6 @@
 package kohls_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/url"
 	"strings"
@@ -177,9 +176,9 @@ func TestScraperAPIRoute(t *testing.T) {
 // Zyte API, a Zyte ban to ScraperAPI, and a block everywhere fails typed.
 func TestFailover(t *testing.T) {
 	site := kohls.Site()
-	runner := chain(t, pages.Direct(site), pages.Zyte(site), pages.ScraperAPI(site))
+	routes := adaptertest.StartRoutes(t, []*upstream.Provider{pages.Direct(site), pages.Zyte(site), pages.ScraperAPI(site)}, nil, adaptertest.Options)
 
-	out := serve(t, runner, "query=blocked+coat")
+	out := routes.Serve(t, endpoint, "query=blocked+coat")
 	if out.Fault != nil || out.Trace.ServedBy != pages.ZyteName {
 		t.Fatalf("blocked direct: served by %q, fault %v", out.Trace.ServedBy, out.Fault)
 	}
@@ -187,7 +186,7 @@ func TestFailover(t *testing.T) {
 		t.Fatalf("direct leg %+v", l)
 	}
 
-	out = serve(t, runner, "query=banned+coat")
+	out = routes.Serve(t, endpoint, "query=banned+coat")
 	if out.Fault != nil || out.Trace.ServedBy != pages.ScraperAPIName {
 		t.Fatalf("Zyte ban: served by %q, fault %v", out.Trace.ServedBy, out.Fault)
 	}
@@ -195,30 +194,10 @@ func TestFailover(t *testing.T) {
 		t.Fatalf("ScraperAPI data %+v", data)
 	}
 
-	out = serve(t, runner, "query=walled+coat")
+	out = routes.Serve(t, endpoint, "query=walled+coat")
 	if out.Fault == nil || out.Fault.Kind != upstream.Rejected || len(out.Trace.Legs) != 3 {
 		t.Fatalf("blocked everywhere: fault %v, legs %+v", out.Fault, out.Trace.Legs)
 	}
-}
-
-// chain serves the fixtures to several providers at once, in route order.
-func chain(t *testing.T, providers ...*upstream.Provider) *upstream.Runner {
-	t.Helper()
-	return adaptertest.StartRoutes(t, providers, nil, adaptertest.Options).Runner
-}
-
-func serve(t *testing.T, r *upstream.Runner, query string) upstream.Outcome {
-	t.Helper()
-	e, _ := registry.Default().Endpoint(endpoint)
-	q, err := url.ParseQuery(query)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, verr := params.Validate(e, q, nil)
-	if verr != nil {
-		t.Fatal(verr)
-	}
-	return r.Serve(context.Background(), endpoint, res.Values)
 }
 
 func wantQuery(t *testing.T, got map[string][]string, want map[string]string, absent ...string) {
