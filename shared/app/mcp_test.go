@@ -4,17 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/meridian-data/meridian/shared/app"
+	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/mcpserver"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/schemas"
@@ -362,4 +365,72 @@ func jsonEqual(t *testing.T, a, b string) bool {
 		return false
 	}
 	return reflect.DeepEqual(x, y)
+}
+
+// failingInToolCalls, once armed, finds one key on every other lookup: at
+// /mcp but not in the tool call that request then makes, as when its owner
+// revokes and reactivates it between the two.
+type failingInToolCalls struct {
+	store.Store
+	hash    string
+	armed   atomic.Bool
+	lookups atomic.Int64
+}
+
+func (f *failingInToolCalls) KeyByHash(ctx context.Context, hash string) (store.Key, error) {
+	if hash == f.hash && f.armed.Load() && f.lookups.Add(1)%2 == 0 {
+		return store.Key{}, store.ErrNotFound
+	}
+	return f.Store.KeyByHash(ctx, hash)
+}
+
+// connectFrom connects an MCP client from a local address of its own
+// (any of 127.0.0.0/8 reaches the loopback listener).
+func connectFrom(t *testing.T, url, localIP, key string) *mcp.ClientSession {
+	t.Helper()
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(localIP)}}
+	transport := &http.Transport{DialContext: dialer.DialContext}
+	t.Cleanup(transport.CloseIdleConnections)
+	client := mcp.NewClient(&mcp.Implementation{Name: "meridian-test", Version: "1"}, nil)
+	session, err := client.Connect(context.Background(), &mcp.StreamableClientTransport{
+		Endpoint:             url,
+		HTTPClient:           &http.Client{Transport: withHeader{"x-api-key", key, transport}},
+		DisableStandaloneSSE: true,
+		MaxRetries:           -1,
+	}, nil)
+	if err != nil {
+		t.Fatalf("initialize from %s: %v", localIP, err)
+	}
+	t.Cleanup(func() { session.Close() })
+	return session
+}
+
+// One account's failed authentications inside its tool calls throttle
+// its own client, never every MCP caller of the instance.
+func TestMCPInvalidKeyThrottleIsPerClient(t *testing.T) {
+	base, s := replayAndStore(t, quietLogger())
+	_, keyA := newAccount(t, s, 10, nil)
+	_, keyB := newAccount(t, s, 10, nil)
+	flicker := &failingInToolCalls{Store: s, hash: auth.Hash(keyA)}
+	h := app.LocalHandler(quietLogger(), app.Deps{Store: flicker, Throttle: auth.NewThrottle(20), Upstream: mcpUpstream(base)})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	a := connectFrom(t, srv.URL+"/mcp", "127.0.0.2", keyA)
+	b := connectFrom(t, srv.URL+"/mcp", "127.0.0.3", keyB)
+	flicker.armed.Store(true)
+	for i := 0; i < 20; i++ {
+		res, env := call(t, a, "credits__balance", nil)
+		if !res.IsError || env["error"].(map[string]any)["type"] != "UNAUTHORIZED" {
+			t.Fatalf("account A's tool call %d: %v", i, env)
+		}
+	}
+	// A's own client is throttled now (at /mcp itself: an HTTP 429).
+	if res, err := a.CallTool(context.Background(), &mcp.CallToolParams{Name: "credits__balance"}); err == nil && !res.IsError {
+		t.Fatalf("account A's client is throttled: %v", res.StructuredContent)
+	}
+	for i := 0; i < 3; i++ {
+		if res, env := call(t, b, "credits__balance", nil); res.IsError || env["success"] != true {
+			t.Fatalf("account B from another client: %v", env)
+		}
+	}
 }

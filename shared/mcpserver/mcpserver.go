@@ -72,14 +72,17 @@ func New(reg *registry.Registry, api http.Handler, opts Options) http.Handler {
 	// The SDK hands tools the request headers but not the host, which the
 	// API needs for doc_url; the request context reaches the tool handler.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		origin := origin{host: r.Host, errorsURL: errorsURL(r)}
+		origin := origin{host: r.Host, client: r.RemoteAddr, errorsURL: errorsURL(r)}
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), originKey{}, origin)))
 	})
 }
 
 // origin is what a tool call keeps of the MCP request it came in.
 type origin struct {
-	host      string
+	host string
+	// client is the /mcp caller's address: tool calls count against its
+	// own invalid-key throttle, never one shared by every caller.
+	client    string
 	errorsURL string
 }
 
@@ -222,6 +225,7 @@ func call(api http.Handler, e *registry.Endpoint, logger *slog.Logger) mcp.ToolH
 		}
 		// The API derives doc_url and example addresses from the host.
 		r.Host = from.host
+		r.RemoteAddr = from.client
 		for _, h := range forwarded {
 			if v := header.Get(h); v != "" {
 				r.Header.Set(h, v)

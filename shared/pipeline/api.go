@@ -68,17 +68,16 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 	if handled {
 		return
 	}
+	if finish != nil {
+		// Deferred, so it sees the status of every answer, refusals and
+		// panics included: a refused request frees its key for the retry.
+		defer finish()
+	}
 	if refusal := p.takeSlotIf(metered, x, principal); refusal != nil {
-		if finish != nil {
-			finish() // frees the key: a 429 is worth retrying
-		}
 		x.fail(refusal)
 		return
 	}
 	p.dispatch(x, call)
-	if finish != nil {
-		finish()
-	}
 }
 
 // Bearer (spec 5.2) is accepted on GET requests under /v1 and /sandbox

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -71,6 +72,13 @@ func (p *Pipeline) serveConsole(x *exchange, path string) {
 	rest := strings.TrimSuffix(strings.TrimPrefix(path, "/console"), "/")
 	segs := strings.Split(strings.Trim(rest, "/"), "/")
 	m := x.r.Method
+	finish, handled := p.postIdempotency(x, acct.ID, token)
+	if handled {
+		return
+	}
+	if finish != nil {
+		defer finish()
+	}
 	switch {
 	case rest == "/overview" && m == http.MethodGet:
 		p.consoleOverview(x, acct)
@@ -274,6 +282,13 @@ func (p *Pipeline) serveAdmin(x *exchange, path string) {
 		return
 	}
 	segs := strings.Split(strings.Trim(strings.TrimPrefix(path, "/admin"), "/"), "/")
+	finish, handled := p.postIdempotency(x, operatorScope, p.cfg.AdminToken)
+	if handled {
+		return
+	}
+	if finish != nil {
+		defer finish()
+	}
 	switch {
 	case len(segs) == 1 && segs[0] == "accounts" && x.r.Method == http.MethodPost:
 		p.adminCreateAccount(x)
@@ -356,14 +371,59 @@ func fieldError(field, reason, message string) *envelope.Error {
 		map[string]any{"field": field, "reason": reason})
 }
 
-func readJSON(r *http.Request, v any) *envelope.Error {
+// postIdempotency claims the Idempotency-Key of a console or operator
+// POST with the rules of direct GETs (spec 3.2): 24 hours, 409 while in
+// progress, 422 for another request, the original status and body
+// replayed. The request is its method, path and body (as canonical JSON,
+// so key order and spacing do not matter). Stored bodies are sealed with
+// the caller's credential: a new key or console token is revealed again
+// only to a retry that presents both.
+func (p *Pipeline) postIdempotency(x *exchange, owner, credential string) (finish func(), handled bool) {
+	if x.r.Method != http.MethodPost || strings.TrimSpace(x.r.Header.Get("idempotency-key")) == "" {
+		return nil, false
+	}
+	raw, e := readBody(x.r)
+	if e != nil {
+		x.fail(e)
+		return nil, true
+	}
+	x.r.Body = io.NopCloser(bytes.NewReader(raw))
+	request := x.r.Method + " " + strings.TrimSuffix(x.r.URL.Path, "/") + "\n" + canonicalJSON(raw)
+	return p.claimIdempotency(x, idemScope{owner: owner, fingerprint: digest(request), secret: credential})
+}
+
+// canonicalJSON re-encodes one JSON value with sorted keys; anything else
+// is kept as it came.
+func canonicalJSON(raw []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber() // numbers as written: no two amounts share a float
+	var v any
+	if dec.Decode(&v) != nil || dec.Decode(&struct{}{}) != io.EOF {
+		return string(raw)
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return string(raw)
+	}
+	return string(out)
+}
+
+func readBody(r *http.Request) ([]byte, *envelope.Error) {
 	raw, err := io.ReadAll(io.LimitReader(r.Body, maxConsoleBody+1))
 	if err != nil {
-		return envelope.New(envelope.InvalidParameters, http.StatusBadRequest, "The body could not be read.", map[string]any{"reason": "malformed_body"})
+		return nil, envelope.New(envelope.InvalidParameters, http.StatusBadRequest, "The body could not be read.", map[string]any{"reason": "malformed_body"})
 	}
 	if len(raw) > maxConsoleBody {
-		return envelope.New(envelope.InvalidParameters, http.StatusRequestEntityTooLarge, "The body is too large.",
+		return nil, envelope.New(envelope.InvalidParameters, http.StatusRequestEntityTooLarge, "The body is too large.",
 			map[string]any{"reason": "body_too_large", "max_bytes": maxConsoleBody})
+	}
+	return raw, nil
+}
+
+func readJSON(r *http.Request, v any) *envelope.Error {
+	raw, e := readBody(r)
+	if e != nil {
+		return e
 	}
 	if len(strings.TrimSpace(string(raw))) == 0 {
 		raw = []byte("{}")

@@ -7,6 +7,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/meridian-data/meridian/shared/store"
 )
 
 func (b *billed) consoleDo(method, target, body string, headers ...string) response {
@@ -243,5 +246,107 @@ func TestAdminGrantCeiling(t *testing.T) {
 	}
 	if r := b.consoleDo("POST", "/admin/accounts", `{"credits":1} ]`, "x-admin-token", "op"); r.code != 400 {
 		t.Errorf("trailing data: %d", r.code)
+	}
+}
+
+func TestOperatorAndConsolePostsAreIdempotent(t *testing.T) {
+	testOperatorAndConsolePostsAreIdempotent(t, newBilled)
+}
+
+// testOperatorAndConsolePostsAreIdempotent: an operator or account owner
+// retrying a POST after a timeout, with the same Idempotency-Key, gets the
+// first answer again and nothing happens twice (spec 3.2's rules).
+func testOperatorAndConsolePostsAreIdempotent(t *testing.T, newBilled billedFactory) {
+	ctx := t.Context()
+	b := newBilled(t, 10, nil, func(c *Config) { c.AdminToken = "operator-secret" })
+	admin := func(target, body, key string) response {
+		return b.consoleDo("POST", target, body, "x-admin-token", b.p.cfg.AdminToken, "idempotency-key", key)
+	}
+	grant := "/admin/accounts/" + b.account.ID + "/credits"
+	first := admin(grant, `{"amount":50,"note":"welcome"}`, "grant-1")
+	if first.code != 200 || first.body["credits_remaining"] != float64(60) {
+		t.Fatalf("grant: %d %s", first.code, first.raw)
+	}
+	// The same request, spelled differently, replays; the balance moved once.
+	again := admin(grant, `{ "note": "welcome", "amount": 50 }`, "grant-1")
+	if again.code != 200 || again.raw != first.raw || again.header.Get("x-idempotent-replay") != "true" ||
+		again.header.Get("x-request-id") != first.header.Get("x-request-id") {
+		t.Fatalf("retry: %d %v %s", again.code, again.header, again.raw)
+	}
+	if a, _ := b.store.Account(ctx, b.account.ID); a.CreditsRemaining != 60 {
+		t.Fatalf("granted twice: %d", a.CreditsRemaining)
+	}
+	grants := 0
+	for _, e := range b.entries(t, "") {
+		if e.Type == store.EntryGrant && e.Amount == 50 {
+			grants++
+		}
+	}
+	if grants != 1 {
+		t.Fatalf("%d grant entries", grants)
+	}
+	if r := admin(grant, `{"amount":51,"note":"welcome"}`, "grant-1"); r.code != 422 || r.details()["reason"] != "idempotency_key_reused" {
+		t.Errorf("another grant with the same key: %d %s", r.code, r.raw)
+	}
+	if r := admin(grant, `{"amount":50,"note":"welcome"}`, strings.Repeat("k", 256)); r.code != 422 || r.details()["field"] != "Idempotency-Key" {
+		t.Errorf("a 256-character key: %d %s", r.code, r.raw)
+	}
+	// Without a key, every POST is its own.
+	for i := 0; i < 2; i++ {
+		b.consoleDo("POST", grant, `{"amount":5}`, "x-admin-token", "operator-secret")
+	}
+	if a, _ := b.store.Account(ctx, b.account.ID); a.CreditsRemaining != 70 {
+		t.Fatalf("two grants without a key: %d", a.CreditsRemaining)
+	}
+
+	// Account creation: the retry gets the same account and console token.
+	created := admin("/admin/accounts", `{"credits":25}`, "open-1")
+	if created.code != 201 {
+		t.Fatalf("create: %d %s", created.code, created.raw)
+	}
+	if r := admin("/admin/accounts", `{"credits":25}`, "open-1"); r.code != 201 || r.raw != created.raw {
+		t.Fatalf("create retried: %d %s", r.code, r.raw)
+	}
+	// The kept answer reveals the token only to a retry with the operator
+	// token: the record holds it sealed, and a rotated operator token
+	// cannot open it.
+	rec, claimed, err := b.store.(store.Idempotency).ClaimIdempotency(ctx, operatorScope, digest("open-1"), "probe", "req_probe",
+		b.clock.Now(), b.clock.Now().Add(time.Minute), b.clock.Now().Add(time.Hour))
+	if err != nil || claimed || rec.State != store.IdemStored {
+		t.Fatalf("record: %v %v %+v", err, claimed, rec)
+	}
+	token := created.body["console_token"].(string)
+	if _, err := decompress(rec.Body); err == nil || strings.Contains(string(rec.Body), token) {
+		t.Fatal("the stored answer is readable without the operator token")
+	}
+	b.p.cfg.AdminToken = "rotated-secret"
+	if r := admin("/admin/accounts", `{"credits":25}`, "open-1"); r.code != 422 || r.details()["reason"] != "idempotency_result_not_kept" {
+		t.Errorf("replay under another operator token: %d %s", r.code, r.raw)
+	}
+
+	// Console: a key created once, however often the owner retries.
+	owner := func(method, target, body, key string) response {
+		return b.consoleDo(method, target, body, "authorization", "Bearer "+b.console, "idempotency-key", key)
+	}
+	k := owner("POST", "/console/keys", `{"name":"ci"}`, "key-1")
+	if k.code != 201 || k.body["key"] == nil {
+		t.Fatalf("create key: %d %s", k.code, k.raw)
+	}
+	if r := owner("POST", "/console/keys", `{"name":"ci"}`, "key-1"); r.code != 201 || r.raw != k.raw || r.header.Get("x-idempotent-replay") != "true" {
+		t.Fatalf("create key retried: %d %s", r.code, r.raw)
+	}
+	if list := b.asOwner("GET", "/console/keys", ""); list.body["count"] != float64(2) {
+		t.Errorf("one key created: %s", list.raw)
+	}
+	revoke := "/console/keys/" + k.body["id"].(string) + "/revoke"
+	if r := owner("POST", revoke, "", "revoke-1"); r.code != 200 || r.body["status"] != "revoked" {
+		t.Fatalf("revoke: %d %s", r.code, r.raw)
+	}
+	if r := owner("POST", revoke, "", "revoke-1"); r.code != 200 || r.header.Get("x-idempotent-replay") != "true" {
+		t.Errorf("revoke retried: %d %v", r.code, r.header)
+	}
+	// A key is the account's: the same key for another request is 422.
+	if r := owner("POST", "/console/keys", `{"name":"other"}`, "revoke-1"); r.code != 422 || r.details()["reason"] != "idempotency_key_reused" {
+		t.Errorf("another console request with the same key: %d %s", r.code, r.raw)
 	}
 }

@@ -24,11 +24,15 @@ func TestOnDynamoDB(t *testing.T) {
 		"IdempotentConcurrentRequestsRunOnce":          testIdempotentConcurrentRequestsRunOnce,
 		"IdempotencyKeyRules":                          testIdempotencyKeyRules,
 		"RetryableOutcomesAreNotStored":                testRetryableOutcomesAreNotStored,
+		"RefusalsFreeTheIdempotencyKey":                testRefusalsFreeTheIdempotencyKey,
+		"InProgressComesBeforeReuse":                   testInProgressComesBeforeReuse,
 		"RateLimitWindow":                              testRateLimitWindow,
 		"ConcurrencyLimit":                             testConcurrencyLimit,
+		"LimitsHoldUnderContention":                    testLimitsHoldUnderContention,
 		"FairUseCeiling":                               testFairUseCeiling,
 		"FairUseCountsAttemptsNotCacheHits":            testFairUseCountsAttemptsNotCacheHits,
 		"ConsoleKeyLifecycle":                          testConsoleKeyLifecycle,
+		"OperatorAndConsolePostsAreIdempotent":         testOperatorAndConsolePostsAreIdempotent,
 		"ConsoleFiveKeyCapAndBadBodies":                testConsoleFiveKeyCapAndBadBodies,
 		"ConsoleFirstKeyIsCreatedOnceUnderConcurrency": testConsoleFirstKeyIsCreatedOnceUnderConcurrency,
 		"PaidCallSucceeds":                             testPaidCallSucceeds,
@@ -46,4 +50,12 @@ func TestOnDynamoDB(t *testing.T) {
 			test(t, onDynamo)
 		})
 	}
+}
+
+// The limits record refuses, never admits uncounted, when DynamoDB
+// throttles its hot item (one write in three refused here).
+func TestLimitsHoldWhileDynamoDBThrottles(t *testing.T) {
+	testLimitsHoldUnderContention(t, func(t *testing.T, credits int64, limit *int64, mutate ...func(*Config)) *billed {
+		return newBilledOn(t, dynamotest.NewStoreWith(t, dynamotest.ThrottlePuts("limits#", 3)), credits, limit, mutate...)
+	})
 }

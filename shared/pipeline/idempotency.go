@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -38,16 +41,42 @@ func hasIdempotencyKey(x *exchange) bool {
 	return x.r.Method == http.MethodGet && strings.TrimSpace(x.r.Header.Get("idempotency-key")) != ""
 }
 
-// idempotency claims the request's Idempotency-Key. It answers the
-// request itself (replay, 409 in progress, 422 reused or too long) and
-// returns handled; or it returns a finish func to run after the call,
-// which stores the outcome, or frees the key when the outcome is worth
-// retrying (402, 409, 429, 5xx) so a retry runs again. A store that cannot
-// be reached lets the call proceed unprotected, saying so in
-// x-idempotency-status: unavailable.
+// idemScope is what one Idempotency-Key claim is about.
+type idemScope struct {
+	// owner namespaces the keys: an account id, or operatorScope.
+	owner string
+	// fingerprint is the canonical request the key is first used for.
+	fingerprint string
+	// secret, when set, seals the stored body (see seal): responses that
+	// reveal a credential once are kept only in a form the retrying caller
+	// alone can open.
+	secret string
+}
+
+// operatorScope is the owner of the operator API's keys.
+const operatorScope = "operator"
+
+// idempotency claims a direct GET's Idempotency-Key (spec 3.2, 4.10).
 func (p *Pipeline) idempotency(x *exchange, c *Call) (finish func(), handled bool) {
+	if c.Sandbox || x.r.Method != http.MethodGet {
+		return nil, false
+	}
+	return p.claimIdempotency(x, idemScope{
+		owner:       c.Principal.AccountID,
+		fingerprint: digest(c.Endpoint.Key() + "?" + c.Params.CacheKey() + "&dry_run=" + boolString(c.Params.DryRun)),
+	})
+}
+
+// claimIdempotency claims the request's Idempotency-Key in scope. It
+// answers the request itself (replay, 409 in progress, 422 reused or too
+// long) and returns handled; or it returns a finish func to run after the
+// call, which stores the outcome, or frees the key when the outcome is
+// worth retrying (402, 409, 429, 5xx, or no answer at all) so a retry runs
+// again. A store that cannot be reached lets the call proceed unprotected,
+// saying so in x-idempotency-status: unavailable.
+func (p *Pipeline) claimIdempotency(x *exchange, scope idemScope) (finish func(), handled bool) {
 	raw := strings.TrimSpace(strings.Join(x.r.Header.Values("idempotency-key"), ","))
-	if raw == "" || p.cfg.Idempotency == nil || c.Sandbox || x.r.Method != http.MethodGet {
+	if raw == "" || p.cfg.Idempotency == nil {
 		return nil, false
 	}
 	if utf8.RuneCountInString(raw) > MaxIdempotencyKey {
@@ -57,28 +86,29 @@ func (p *Pipeline) idempotency(x *exchange, c *Call) (finish func(), handled boo
 		return nil, true
 	}
 	key := digest(raw)
-	fingerprint := digest(c.Endpoint.Key() + "?" + c.Params.CacheKey() + "&dry_run=" + boolString(c.Params.DryRun))
 	now := p.cfg.Now()
 	ctx := x.r.Context()
-	rec, claimed, err := p.cfg.Idempotency.ClaimIdempotency(ctx, c.Principal.AccountID, key, fingerprint, x.requestID,
+	rec, claimed, err := p.cfg.Idempotency.ClaimIdempotency(ctx, scope.owner, key, scope.fingerprint, x.requestID,
 		now, now.Add(idempotencyLease), now.Add(IdempotencyRetention))
 	switch {
 	case err != nil:
 		p.cfg.Logger.Warn("idempotency store unavailable", "request_id", x.requestID, "error", err.Error())
 		x.w.Header().Set("x-idempotency-status", "unavailable")
 		return nil, false
-	case rec.Fingerprint != fingerprint:
+	// Spec 3.2: any second request while the first is in progress is 409,
+	// whatever it asks for.
+	case !claimed && rec.State != store.IdemStored:
+		x.fail(envelope.New(envelope.InvalidParameters, http.StatusConflict,
+			"A request with this Idempotency-Key is still in progress; retry shortly with the same key.",
+			map[string]any{"reason": "idempotency_in_progress"}))
+		return nil, true
+	case rec.Fingerprint != scope.fingerprint:
 		x.fail(envelope.New(envelope.InvalidParameters, http.StatusUnprocessableEntity,
 			"This Idempotency-Key was used for a different request; use a new key.",
 			map[string]any{"field": "Idempotency-Key", "reason": "idempotency_key_reused"}))
 		return nil, true
-	case !claimed && rec.State == store.IdemStored:
-		p.replay(x, rec)
-		return nil, true
 	case !claimed:
-		x.fail(envelope.New(envelope.InvalidParameters, http.StatusConflict,
-			"A request with this Idempotency-Key is still in progress; retry shortly with the same key.",
-			map[string]any{"reason": "idempotency_in_progress"}))
+		p.replay(x, rec, sealKey(scope.secret, raw))
 		return nil, true
 	}
 	x.w.capture = &bytes.Buffer{}
@@ -88,10 +118,11 @@ func (p *Pipeline) idempotency(x *exchange, c *Call) (finish func(), handled boo
 		status := x.w.status
 		// A replay is the stored JSON envelope (spec 4.10.2); a document
 		// in another format (utility/llms markdown, free) is not kept, so
-		// a retry runs again rather than replaying it as JSON.
+		// a retry runs again rather than replaying it as JSON. Nothing
+		// written (a panic on its way to a 500) is not an outcome either.
 		notJSON := !strings.HasPrefix(x.w.Header().Get("content-type"), "application/json")
-		if worthRetrying(status) || notJSON {
-			if err := p.cfg.Idempotency.ReleaseIdempotency(bg, c.Principal.AccountID, key, x.requestID); err != nil {
+		if status == 0 || worthRetrying(status) || notJSON {
+			if err := p.cfg.Idempotency.ReleaseIdempotency(bg, scope.owner, key, x.requestID); err != nil {
 				p.cfg.Logger.Warn("idempotency key not freed; its lease will", "request_id", x.requestID, "error", err.Error())
 			}
 			return
@@ -99,11 +130,14 @@ func (p *Pipeline) idempotency(x *exchange, c *Call) (finish func(), handled boo
 		// Bodies are kept gzip-compressed. One too large even so is kept as
 		// a marker: a retry is refused rather than run (and charged) again.
 		body := compress(x.w.capture.Bytes())
+		if scope.secret != "" {
+			body = seal(sealKey(scope.secret, raw), body)
+		}
 		if len(body) > store.MaxCachedBytes {
 			status, body = 0, nil
 		}
 		for attempt := 0; attempt < 3; attempt++ {
-			err = p.cfg.Idempotency.CompleteIdempotency(bg, c.Principal.AccountID, key, x.requestID, status, body, p.cfg.Now().Add(IdempotencyRetention))
+			err = p.cfg.Idempotency.CompleteIdempotency(bg, scope.owner, key, x.requestID, status, body, p.cfg.Now().Add(IdempotencyRetention))
 			if err == nil || errors.Is(err, store.ErrNotFound) {
 				break
 			}
@@ -139,26 +173,33 @@ func worthRetrying(status int) bool {
 
 // replay answers with the stored status and body: no charge, no upstream
 // call. x-request-id names the original request, as the body does.
-func (p *Pipeline) replay(x *exchange, rec store.IdempotencyRecord) {
-	body, err := decompress(rec.Body)
+func (p *Pipeline) replay(x *exchange, rec store.IdempotencyRecord, key []byte) {
+	stored, err := rec.Body, error(nil)
+	if key != nil && rec.Status != 0 {
+		if stored, err = open(key, stored); err != nil {
+			// Only the credential of the original request opens it.
+			x.fail(envelope.New(envelope.InvalidParameters, http.StatusUnprocessableEntity,
+				"The request with this Idempotency-Key completed under another credential; its response can only be replayed with the same one. Use a new key to run it again.",
+				map[string]any{"field": "Idempotency-Key", "reason": "idempotency_result_not_kept", "original_request_id": rec.RequestID}))
+			return
+		}
+	}
+	var body []byte
+	if err == nil {
+		body, err = decompress(stored)
+	}
 	if rec.Status == 0 || err != nil {
 		x.fail(envelope.New(envelope.InvalidParameters, http.StatusUnprocessableEntity,
 			"The request with this Idempotency-Key completed, but its response was too large to keep for replay. It ran once; use a new key to run it again.",
 			map[string]any{"field": "Idempotency-Key", "reason": "idempotency_result_not_kept", "original_request_id": rec.RequestID}))
 		return
 	}
-	rec.Body = body
-	var original struct {
-		RequestID string `json:"request_id"`
-	}
-	if json.Unmarshal(rec.Body, &original) == nil && original.RequestID != "" {
-		x.w.Header().Set("x-request-id", original.RequestID)
-	}
+	x.w.Header().Set("x-request-id", rec.RequestID)
 	x.w.Header().Set("content-type", "application/json")
 	x.w.Header().Set("x-idempotent-replay", "true")
 	x.replayOf = rec.RequestID
 	x.w.WriteHeader(rec.Status)
-	_, _ = x.w.Write(rec.Body)
+	_, _ = x.w.Write(body)
 }
 
 func digest(s string) string {
@@ -171,4 +212,46 @@ func boolString(b bool) string {
 		return "1"
 	}
 	return "0"
+}
+
+// sealKey derives the key that seals a stored response: from the caller's
+// credential (never stored) and the raw Idempotency-Key (stored only as a
+// digest), so the record alone cannot be opened. Nil when not sealing.
+func sealKey(secret, idempotencyKey string) []byte {
+	if secret == "" {
+		return nil
+	}
+	key, err := hkdf.Key(sha256.New, []byte(secret), []byte(idempotencyKey), "meridian idempotent replay v1", 32)
+	if err != nil {
+		panic(err) // 32 bytes of SHA-256 output is always within bounds
+	}
+	return key
+}
+
+// seal encrypts b with AES-256-GCM under key: the nonce, then the sealed bytes.
+func seal(key, b []byte) []byte {
+	aead := gcm(key)
+	nonce := make([]byte, aead.NonceSize())
+	_, _ = rand.Read(nonce)
+	return aead.Seal(nonce, nonce, b, nil)
+}
+
+func open(key, b []byte) ([]byte, error) {
+	aead := gcm(key)
+	if len(b) < aead.NonceSize() {
+		return nil, errors.New("sealed record too short")
+	}
+	return aead.Open(nil, b[:aead.NonceSize()], b[aead.NonceSize():], nil)
+}
+
+func gcm(key []byte) cipher.AEAD {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		panic(err) // key is always 32 bytes
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		panic(err)
+	}
+	return aead
 }

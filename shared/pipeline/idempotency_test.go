@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -163,5 +164,110 @@ func TestCallsRunUnderADeadline(t *testing.T) {
 	b := newBilled(t, 100, nil)
 	if r := b.call("/v1/marketplace_a/search?query=deadline"); r.code != 200 {
 		t.Errorf("the handler's context has a deadline shorter than the leases: %d %s", r.code, r.raw)
+	}
+}
+
+func TestRefusalsFreeTheIdempotencyKey(t *testing.T) { testRefusalsFreeTheIdempotencyKey(t, newBilled) }
+
+// testRefusalsFreeTheIdempotencyKey: every refusal a request with an
+// Idempotency-Key can meet (spec 7 tells the client to retry it with the
+// same key) leaves the key free, so the retry runs normally once the
+// cause has passed.
+func testRefusalsFreeTheIdempotencyKey(t *testing.T, newBilled billedFactory) {
+	ctx := t.Context()
+	const search = "/v1/marketplace_a/search?query=a"
+	rules := store.LimitRules{Rate: 3, Window: time.Minute, Concurrency: 1, Lease: 2 * time.Minute}
+	limited := func(c *Config) { withLimits(c); c.LimitRules = rules }
+	runsNormally := func(b *billed, target, key, after string) {
+		t.Helper()
+		r := b.withKey(target, key)
+		if r.code != 200 || r.header.Get("x-idempotent-replay") != "" || r.body["credits_used"] == float64(0) {
+			t.Fatalf("the retry after %s: %d %v %s", after, r.code, r.header, r.raw)
+		}
+		if again := b.withKey(target, key); again.code != 200 || again.header.Get("x-idempotent-replay") != "true" {
+			t.Fatalf("after %s the outcome is kept: %d %v", after, again.code, again.header)
+		}
+	}
+	refused := func(r response, code int, errType, reason string) {
+		t.Helper()
+		if r.code != code || r.errorType() != errType || (reason != "" && r.details()["reason"] != reason) {
+			t.Fatalf("want %d %s %s: %d %s", code, errType, reason, r.code, r.raw)
+		}
+	}
+
+	b := newBilled(t, 100, nil, limited)
+	for i := 0; i < rules.Rate; i++ {
+		b.call("/v1/credits/balance")
+	}
+	refused(b.withKey(search, "after-rate"), 429, "RATE_LIMITED", "rate_limit")
+	b.clock.Advance(rules.Window + time.Second)
+	runsNormally(b, search, "after-rate", "a rate refusal")
+
+	b = newBilled(t, 100, nil, limited)
+	limits := b.store.(store.Limits)
+	if _, err := limits.TakeSlot(ctx, b.keyRec.ID, "req_in_flight", b.clock.Now(), rules); err != nil {
+		t.Fatal(err)
+	}
+	refused(b.withKey(search, "after-concurrency"), 429, "RATE_LIMITED", "concurrency_limit")
+	if err := limits.ReleaseSlot(ctx, b.keyRec.ID, "req_in_flight", b.clock.Now(), rules); err != nil {
+		t.Fatal(err)
+	}
+	runsNormally(b, search, "after-concurrency", "a concurrency refusal")
+
+	b = meteredHarness(t, newBilled)
+	for i := 0; i < 4; i++ {
+		b.call(profiles + "used" + strconv.Itoa(i))
+	}
+	refused(b.withKey(profiles+"x", "after-fair-use"), 429, "FAIR_USE_EXCEEDED", "")
+	b.p.cfg.FairUseLimits["web/social-profiles"] = 10
+	runsNormally(b, profiles+"x", "after-fair-use", "a fair-use refusal")
+
+	b = newBilled(t, 2, nil)
+	refused(b.withKey(search, "after-credits"), 402, "INSUFFICIENT_CREDITS", "")
+	if _, err := b.store.Grant(ctx, b.account.ID, 10, "top-up", "req_test_topup"); err != nil {
+		t.Fatal(err)
+	}
+	runsNormally(b, search, "after-credits", "an insufficient balance")
+
+	b = newBilled(t, 100, ptr64(2))
+	refused(b.withKey(search, "after-key-limit"), 402, "KEY_LIMIT_EXCEEDED", "")
+	if _, err := b.store.UpdateKey(ctx, b.account.ID, b.keyRec.ID, store.KeyChange{SetLimit: true, CreditLimit: ptr64(10)}); err != nil {
+		t.Fatal(err)
+	}
+	runsNormally(b, search, "after-key-limit", "the key's credit limit")
+
+	// A call that dies on its way to a 500 is no outcome either.
+	b = newBilled(t, 100, nil)
+	for i := 0; i < 2; i++ {
+		if r := b.withKey("/v1/marketplace_a/search?query=panic", "after-panic"); r.code != 500 {
+			t.Fatalf("attempt %d after a panic: %d %s", i, r.code, r.raw)
+		}
+	}
+}
+
+func TestInProgressComesBeforeReuse(t *testing.T) { testInProgressComesBeforeReuse(t, newBilled) }
+
+// testInProgressComesBeforeReuse: spec 3.2 answers any second request
+// while the first is in progress with 409, even one asking for something
+// else; once the first is stored, another request is 422.
+func testInProgressComesBeforeReuse(t *testing.T, newBilled billedFactory) {
+	b := newBilled(t, 100, nil)
+	first := make(chan response, 1)
+	go func() { first <- b.withKey("/v1/marketplace_a/search?query=gated", "in-flight") }()
+	deadline := time.Now().Add(10 * time.Second)
+	for b.calls.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	for _, target := range []string{"/v1/marketplace_a/search?query=gated", "/v1/marketplace_a/search?query=other", "/v1/credits/balance"} {
+		if r := b.withKey(target, "in-flight"); r.code != 409 || r.details()["reason"] != "idempotency_in_progress" {
+			t.Errorf("%s while in progress: %d %s", target, r.code, r.raw)
+		}
+	}
+	close(b.gate)
+	if r := <-first; r.code != 200 {
+		t.Fatalf("the first request: %d %s", r.code, r.raw)
+	}
+	if r := b.withKey("/v1/marketplace_a/search?query=other", "in-flight"); r.code != 422 || r.details()["reason"] != "idempotency_key_reused" {
+		t.Errorf("another request once stored: %d %s", r.code, r.raw)
 	}
 }

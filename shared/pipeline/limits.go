@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"strconv"
+	"time"
 
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
@@ -17,13 +19,18 @@ import (
 // Idempotency-Key takes its slot only once the key is claimed (takeSlot),
 // so replays and 409s never wait for one. A limits store that cannot be
 // reached admits the request (logged): an outage of the counter must not
-// take the API down with it.
+// take the API down with it. A contended one is not an outage (the key's
+// own flood, or the database throttling its hot record): it refuses with
+// the concurrency wait, so nothing is admitted uncounted.
 func (p *Pipeline) admit(x *exchange, who auth.Principal) *envelope.Error {
 	if p.cfg.Limits == nil || who.KeyID == "" {
 		return nil
 	}
 	slot := !hasIdempotencyKey(x)
 	a, err := p.cfg.Limits.Admit(x.r.Context(), who.KeyID, x.requestID, p.cfg.Now(), p.cfg.LimitRules, slot)
+	if errors.Is(err, store.ErrContended) {
+		return contended(p.cfg.LimitRules)
+	}
 	if err != nil {
 		p.cfg.Logger.Warn("limits store unavailable; admitted unlimited", "request_id", x.requestID, "error", err.Error())
 		// The write may have landed before the error: free what it may hold.
@@ -50,7 +57,10 @@ func (p *Pipeline) takeSlotIf(metered bool, x *exchange, who auth.Principal) *en
 		return nil
 	}
 	a, err := p.cfg.Limits.TakeSlot(x.r.Context(), who.KeyID, x.requestID, p.cfg.Now(), p.cfg.LimitRules)
-	x.admitted = true // on error too: the slot may have been written
+	if errors.Is(err, store.ErrContended) {
+		return contended(p.cfg.LimitRules) // no write landed
+	}
+	x.admitted = true // on other errors too: the slot may have been written
 	if err != nil {
 		p.cfg.Logger.Warn("limits store unavailable; admitted unlimited", "request_id", x.requestID, "error", err.Error())
 		return nil
@@ -62,6 +72,11 @@ func (p *Pipeline) takeSlotIf(metered bool, x *exchange, who auth.Principal) *en
 	x.w.Header().Set("x-concurrency-limit", strconv.Itoa(a.Concurrency))
 	x.w.Header().Set("x-concurrency-remaining", strconv.Itoa(a.SlotsFree))
 	return nil
+}
+
+// contended refuses a request the limits record could not count in time.
+func contended(r store.LimitRules) *envelope.Error {
+	return rateLimited("concurrency_limit", time.Second, "Too many requests at once for this key (at most "+strconv.Itoa(r.Concurrency)+" in flight); retry in a second.")
 }
 
 func limitRefusal(a store.Admission) *envelope.Error {

@@ -120,3 +120,72 @@ func testConcurrencyLimit(t *testing.T, newBilled billedFactory) {
 		t.Errorf("their slots come back after the lease: %d %s", r.code, r.raw)
 	}
 }
+
+func TestLimitsHoldUnderContention(t *testing.T) { testLimitsHoldUnderContention(t, newBilled) }
+
+// testLimitsHoldUnderContention floods one key with 300 requests at once,
+// half of them with an Idempotency-Key (two writes each on the limits
+// record), inside one second of a 100-a-minute window: contention on the
+// record must refuse, never admit uncounted, and every admitted request's
+// headers must tell the truth about the window.
+func testLimitsHoldUnderContention(t *testing.T, newBilled billedFactory) {
+	rules := store.LimitRules{Rate: 250, Window: time.Minute, Concurrency: 25, Lease: 2 * time.Minute}
+	b := newBilled(t, 1000, nil, withLimits, func(c *Config) { c.LimitRules = rules })
+	const n = 300
+	results := make(chan response, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if i%2 == 0 {
+				results <- b.withKey("/v1/credits/balance", "flood-"+strconv.Itoa(i))
+				return
+			}
+			results <- b.call("/v1/credits/balance")
+		}(i)
+	}
+	wg.Wait()
+	close(results)
+	remaining := map[int]bool{}
+	ok := 0
+	for r := range results {
+		switch {
+		case r.code == 200:
+			ok++
+		case r.code == 429 && r.errorType() == "RATE_LIMITED" && r.details()["retry_after_seconds"] != nil:
+		default:
+			t.Fatalf("%d %s", r.code, r.raw)
+		}
+		if h := r.header.Get("x-ratelimit-remaining"); h != "" {
+			v, err := strconv.Atoi(h)
+			if err != nil || v < 0 || v >= rules.Rate || remaining[v] {
+				t.Fatalf("x-ratelimit-remaining %q repeated or out of range", h)
+			}
+			remaining[v] = true
+		}
+	}
+	admitted := len(remaining)
+	if admitted > rules.Rate || ok > admitted {
+		t.Fatalf("%d admitted, %d succeeded, for a window of %d", admitted, ok, rules.Rate)
+	}
+	for v := rules.Rate - admitted; v < rules.Rate; v++ {
+		if !remaining[v] {
+			t.Fatalf("admissions are not one after another: no request saw %d remaining", v)
+		}
+	}
+	// Every admission was counted: the next request sees what is left
+	// (once the record is not contended any more).
+	r := b.call("/v1/credits/balance")
+	for i := 0; i < 5 && r.details()["reason"] == "concurrency_limit"; i++ {
+		r = b.call("/v1/credits/balance")
+	}
+	if admitted == rules.Rate {
+		if r.code != 429 || r.details()["reason"] != "rate_limit" {
+			t.Fatalf("a full window: %d %s", r.code, r.raw)
+		}
+	} else if r.header.Get("x-ratelimit-remaining") != strconv.Itoa(rules.Rate-admitted-1) {
+		t.Fatalf("after %d admissions: %d %v", admitted, r.code, r.header)
+	}
+	t.Logf("%d admitted, %d succeeded, %d refused", admitted, ok, n-ok)
+}

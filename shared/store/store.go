@@ -197,6 +197,10 @@ var (
 	// ErrRefunded: the reservation was refunded (by the call's failure or
 	// by reconciliation); it cannot be settled any more.
 	ErrRefunded = errors.New("store: the reservation was refunded")
+	// ErrContended: too many writers on one record at once (optimistic
+	// retries exhausted, or the database throttling that hot item). The
+	// store is up; the caller refuses rather than proceeds uncounted.
+	ErrContended = errors.New("store: the record is contended")
 )
 
 // KeyLimitError: the key's credit_limit would be exceeded (402 KEY_LIMIT_EXCEEDED).

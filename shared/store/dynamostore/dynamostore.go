@@ -68,6 +68,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/meridian-data/meridian/shared/store"
 )
@@ -429,4 +430,18 @@ func putNew(s *Store, item map[string]types.AttributeValue) types.TransactWriteI
 		ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}}
+}
+
+// throttled reports whether DynamoDB refused a request for throughput (a
+// hot item or partition), after the SDK's own retries.
+func throttled(err error) bool {
+	var api smithy.APIError
+	if !errors.As(err, &api) {
+		return false
+	}
+	switch api.ErrorCode() {
+	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded":
+		return true
+	}
+	return false
 }

@@ -82,7 +82,12 @@ func (s *Store) AddFairUse(ctx context.Context, accountID, endpoint string, atte
 // changeState reads a counter's state, lets change edit it (returning
 // whether to write and when the state expires), and writes it back if
 // nobody wrote in between.
-func changeState[T any](ctx context.Context, s *Store, pk, sk string, change func(*T) (bool, time.Time)) error {
+func changeState[T any](ctx context.Context, s *Store, pk, sk string, change func(*T) (bool, time.Time)) (err error) {
+	defer func() {
+		if throttled(err) { // a hot item, not an outage
+			err = fmt.Errorf("%w: %s throttled: %v", store.ErrContended, pk, err)
+		}
+	}()
 	item, err := get[stateItem](ctx, s, pk, sk)
 	if err != nil {
 		return err
@@ -119,25 +124,34 @@ func changeState[T any](ctx context.Context, s *Store, pk, sk string, change fun
 			return err
 		}
 		if attempt >= maxStateAttempts {
-			return fmt.Errorf("dynamostore: %s stayed contended for %d attempts", pk, attempt+1)
+			return fmt.Errorf("%w: %s lost %d races", store.ErrContended, pk, attempt+1)
 		}
-		if old == nil { // the failure carried no item: read it again
-			item, err = get[stateItem](ctx, s, pk, sk)
-		} else {
-			item, err = decode[stateItem](old)
-		}
-		if err != nil {
-			return err
+		// The failure hands back the winner's item: retry on it at once,
+		// while it is fresh. Past a few losses, back off first and read it
+		// again after the wait (an item kept through a sleep is stale by
+		// the time it is written, and loses again).
+		if old != nil && attempt < immediateStateRetries {
+			if item, err = decode[stateItem](old); err != nil {
+				return err
+			}
+			continue
 		}
 		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+		if item, err = get[stateItem](ctx, s, pk, sk); err != nil {
 			return err
 		}
 	}
 }
 
-// maxStateAttempts bounds the optimistic retries on one counter; callers
-// treat the error as the store being unavailable.
+// maxStateAttempts bounds the optimistic retries on one counter; past it
+// the record is contended (store.ErrContended), which callers refuse on.
 const maxStateAttempts = 64
+
+// immediateStateRetries are the retries made at once on the item a lost
+// race returned, before backing off.
+const immediateStateRetries = 2
 
 var (
 	_ store.Limits  = (*Store)(nil)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +15,8 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/meridian-data/meridian/shared/store/dynamostore"
 	"github.com/meridian-data/meridian/shared/store/dynamostore/dynamolocal"
@@ -24,6 +27,12 @@ var tables atomic.Int64
 // NewStore returns a store on a new table, deleted when the test ends. It
 // fails the test, never skips it, when DynamoDB Local cannot be had.
 func NewStore(t testing.TB) *dynamostore.Store {
+	t.Helper()
+	return NewStoreWith(t)
+}
+
+// NewStoreWith is NewStore with client options, such as the faults below.
+func NewStoreWith(t testing.TB, options ...func(*dynamodb.Options)) *dynamostore.Store {
 	t.Helper()
 	endpoint, err := dynamolocal.Endpoint()
 	if err != nil {
@@ -36,7 +45,7 @@ func NewStore(t testing.TB) *dynamostore.Store {
 		HTTPClient: awshttp.NewBuildableClient().WithTransportOptions(func(tr *http.Transport) {
 			tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 256, 256
 		}),
-	})
+	}, options...)
 	table := fmt.Sprintf("meridian-t-%d-%d", time.Now().UnixNano(), tables.Add(1))
 	if err := dynamostore.CreateTable(context.Background(), client, table); err != nil {
 		t.Fatal(err)
@@ -45,4 +54,25 @@ func NewStore(t testing.TB) *dynamostore.Store {
 		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 	})
 	return dynamostore.New(client, table)
+}
+
+// ThrottlePuts makes every nth PutItem on an item whose partition key
+// starts with prefix fail as DynamoDB does when an item is too hot
+// (ProvisionedThroughputExceededException), as if the SDK's own retries
+// had run out.
+func ThrottlePuts(prefix string, every int64) func(*dynamodb.Options) {
+	var n atomic.Int64
+	throttle := middleware.InitializeMiddlewareFunc("meridian-throttle-puts", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+		if put, ok := in.Parameters.(*dynamodb.PutItemInput); ok {
+			if pk, ok := put.Item["pk"].(*types.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, prefix) && n.Add(1)%every == 0 {
+				return middleware.InitializeOutput{}, middleware.Metadata{}, &types.ProvisionedThroughputExceededException{Message: aws.String("injected by the test")}
+			}
+		}
+		return next.HandleInitialize(ctx, in)
+	})
+	return func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+			return stack.Initialize.Add(throttle, middleware.Before)
+		})
+	}
 }
