@@ -100,6 +100,11 @@ func Validate(e *registry.Endpoint, q Query, pathParams map[string]string) (Resu
 		if problem == nil && len(p.Hosts) > 0 {
 			canonical, problem = checkHost(e.Platform, p, canonical)
 		}
+		if problem == nil && p.Check != nil {
+			if reason, message := p.Check(canonical); reason != "" {
+				problem = refusal(reason, message)
+			}
+		}
 		if problem != nil {
 			problem["field"] = s.name
 			problems = append(problems, problem)
@@ -435,6 +440,9 @@ func wellFormedHost(h string) bool {
 func problem(reason, message string) map[string]any {
 	return map[string]any{"reason": reason, "message": message}
 }
+
+// refusal is problem, for where a local variable has that name.
+var refusal = problem
 
 func notAllowed(p *registry.Param) map[string]any {
 	pr := problem("not_allowed", p.Name+" must be one of: "+strings.Join(p.Enum, ", ")+".")

@@ -500,3 +500,30 @@ func TestPlatformURLExamplesValidate(t *testing.T) {
 		t.Errorf("%d parameters with hosts; the commerce ones have them", n)
 	}
 }
+
+// A parameter's Check rule refuses with its own reason, naming the field,
+// before anything is charged; a value it accepts passes unchanged.
+func TestCheckRule(t *testing.T) {
+	reg, rerr := registry.New([]registry.Endpoint{{
+		Platform: "qa_test", ID: "checked", Family: registry.Knowledge, Kind: registry.Data, Cost: 1,
+		Origin: registry.SpecListed, Name: "Checked",
+		Params: []registry.Param{registry.P("query", registry.String, "A query.").Checked(func(v string) (string, string) {
+			if v == "bad" {
+				return "bad_query", "query must not be bad."
+			}
+			return "", ""
+		})},
+	}})
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	e, _ := reg.Endpoint("qa_test/checked")
+	if _, err := Validate(e, Query{"query": {"bad"}}, nil); err == nil || err.Status != 422 {
+		t.Fatalf("a refused value: %v", err)
+	} else if err.Details["reason"] != "bad_query" || err.Details["field"] != "query" {
+		t.Fatalf("details %v", err.Details)
+	}
+	if res, err := Validate(e, Query{"query": {"good"}}, nil); err != nil || res.Values["query"] != "good" {
+		t.Fatalf("an accepted value: %v %v", res, err)
+	}
+}

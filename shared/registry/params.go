@@ -47,6 +47,12 @@ func (p Param) Of(t ParamType) Param { p.Item = t; return p }
 // When makes the parameter required when other=value.
 func (p Param) When(other, value string) Param { p.RequiredWhen = [2]string{other, value}; return p }
 
+// Checked adds a rule of the value's meaning (see Param.Check).
+func (p Param) Checked(rule func(value string) (reason, message string)) Param {
+	p.Check = rule
+	return p
+}
+
 // PlatformURLNote is the sentence OnHosts adds to a description, so the
 // catalogue, OpenAPI and MCP tools say it without naming real hosts (the
 // public API speaks neutral platform ids).

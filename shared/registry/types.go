@@ -86,6 +86,12 @@ type Param struct {
 	// a subdomain (lowercase names, no scheme, port or path). A value that
 	// is not URL-shaped stays an id. Set with OnHosts.
 	Hosts []string
+	// Check, when set, applies a rule of the value's meaning that no
+	// declarative bound can say (a search URL's filters, say) after every
+	// other check passed: it returns a reason and a message to refuse with
+	// 422 INVALID_PARAMETERS before any charge or source call, or "" to
+	// accept. Set with Checked.
+	Check func(value string) (reason, message string)
 
 	pattern *regexp.Regexp
 }

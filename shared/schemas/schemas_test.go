@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -230,137 +231,32 @@ func TestChosenShapesSaySo(t *testing.T) {
 }
 
 // examples holds, for every schema, a minimal valid data object and one
-// that breaks a stated type.
-var examples = map[string]struct{ valid, invalid string }{
-	"marketplace_a/search": {
-		`{"items":[{"id":"1005006123456789","price":9.5,"rating":{"value":4.8,"max":5},"promotion_price":{"min":7,"max":8}}],"count":1,"cursor":null,"has_more":true}`,
-		`{"items":[{"id":1005006123456789}]}`},
-	"marketplace_a/similar": {
-		`{"source_product_id":"1005","items":[{"id":"1","promotion_price":7.5,"category":{"id":"3","parent":null},"images":["https://img.example/1.jpg"]}]}`,
-		`{"items":[{"promotion_price":{"min":1}}]}`},
-	"company_registry/search": {
-		`{"items":[{"company_number":"01234567","name":"ACME LTD"}],"total_results":1,"dropped":0}`,
-		`{"items":[{"company_number":1234567}]}`},
-	"photo_social/post-stats": {
-		`{"id":"ABC123","stats":{"likes":10,"comments":null,"saves":null},"legs":[{"endpoint":"photo_social/post","ok":true,"status":200}],"retrieved_at":"2026-09-22T10:00:00Z"}`,
-		`{"stats":{"likes":"10"}}`},
-	"retailer_a/search": {
-		`{"items":[{"id":"1","sku_ids":["a"],"ships":true,"rating":{"value":4,"max":5,"votes":12}}],"sorts":[{"id":"relevance","active":true}]}`,
-		`{"items":[{"sku_ids":[1]}]}`},
-	"microblog_a/search": {
-		`{"items":[{"id":"at://did:example:abc/post/1","author":{"handle":"alice.example.com"},"likes":null,"is_repost":false}],"cursor":"c1","_warnings":[]}`,
-		`{"items":[{"is_reply":"no"}]}`},
-	"bundle/creator-vetting": {
-		`{"output":{"posts_sampled":20,"posting_cadence_days":null},"post_evidence":[{"id":"1","count_sources":{"likes":{"endpoint":"microblog_b/posts","id":"1","field":"likes"},"views":null}}],"_meta":{"methodology_version":"1"},"comment_sample":[{"text":"nice"}]}`,
-		`{"metrics_hydration":{"missing_ids":[123]}}`},
-	"microblog_b/search-posts": {
-		`{"items":[{"id":"1790000000000000000","stats":{"likes":3},"media":[]}],"has_more":null}`,
-		`{"items":[{"author":{"handle":7}}]}`},
-	"microblog_b/profile": {
-		`{"id":"44196397","handle":"example","followers":10,"verified":false}`,
-		`{"followers":"10k"}`},
-	"web/social-profiles": {
-		`{"items":[{"platform":"photo_social","handle":"ex","confidence":0.9,"evidence":["bio link"]}],"partial":false,"link_in_bio_urls":[]}`,
-		`{"partial":"yes"}`},
-	"app_store_a/app-info": {
-		`{"id":"284882215","price":{"amount":0,"free":true},"rating":{"average":4.5},"similar_apps":[]}`,
-		`{"id":284882215}`},
-	"craft_market/reviews": {
-		`{"items":[{"id":"1","rating":5,"author":{"name":"A"}}],"rating_distribution":{"All":12,"5 stars":10}}`,
-		`{"rating_distribution":{"All":"12"}}`},
-	"marketplace_b/deals": {
-		`{"items":[{"asin":"B000TEST00","price":9.99,"savings_percentage":20}],"marketplace":{"country":"GB","domain":"example.co.uk"}}`,
-		`{"items":[{"savings_percentage":"20%"}]}`},
-	"app_store_b/categories": {
-		`{"items":[{"code":"6014","name":"Games"}],"count":1,"has_more":false}`,
-		`{"items":[{"code":6014}]}`},
-	"property_portal/search-sale": {
-		`{"items":[{"id":"1","price":350000,"floor_area":{"value":80,"units":"sqm"},"images":["https://img.example/1.jpg"]}],"location":{"identifier":"REGION^1"}}`,
-		`{"items":[{"premium":"yes"}]}`},
-	"social_a/search-people": {
-		`{"items":[{"id":"100","name":"Jane","verified":null}],"query":"Jane"}`,
-		`{"items":[{"id":100}]}`},
-	"travel_booking/search-attractions": {
-		`{"items":[{"id":"P1","price":{"amount":25,"currency":"EUR"},"offers":3}],"destination":{"id":"-2167973"}}`,
-		`{"items":[{"price":25}]}`},
-	"travel_booking/hotel": {
-		`{"id":"123456","offers":[{"cancellation":"free"}],"rooms":[],"latitude":38.7,"facilities":["Wifi"]}`,
-		`{"facilities":"Wifi"}`},
-	"qa_site/question": {
-		`{"id":"q1","answers":[{"id":"a1","author":{"anonymous":true},"upvotes":3}],"topics":[{"name":"Go"}]}`,
-		`{"answers":[{"collapsed":"no"}]}`},
-	"marketplace_b/shop": {
-		`{"handle":"ex","products":[{"asin":"B0","rank":1}],"posts":[{"id":"p1","pinned":true}]}`,
-		`{"products":[{"price":"9.99"}]}`},
-	"shopping_comparison/product": {
-		`{"id":"1","installment":{"price":10,"term_length":4},"specifications":[{"name":"RAM","value":"16 GB"}]}`,
-		`{"installment":{"term_length":"4"}}`},
-	"professional_network/search-people": {
-		`{"items":[{"id":"ACoAAB","followers":500}],"count":1,"total":null}`,
-		`{"items":[{"verified":"true"}]}`},
-	"video_platform/search": {
-		`{"items":[{"id":"dQw4w9WgXcQ","type":"video","views":"1.2M views","channel":{"id":"UC1"}}],"cursor":"tok"}`,
-		`{"items":[{"id":42}]}`},
-	"microblog_b/posts": {
-		`{"items":[{"id":"2031265227600823506","type":"post","author":{"id":"1456789012345678901","handle":"sample_gopher"},"stats":{"likes":1480,"views":null},"hashtags":["golang"]}],"count":1,"cursor":null,"has_more":false}`,
-		`{"items":[{"id":2031265227600823506}]}`},
-	"microblog_b/comments": {
-		`{"post_id":"2030920271262642177","items":[{"id":"2031097690321840129","author":{"id":"1500000000000000011","handle":"ana_reviews"},"likes":42,"replies":null,"in_reply_to_id":"2030920271262642177"}],"count":1,"cursor":"1jzu9lk96gu5","has_more":true,"_warnings":["older replies are missing"]}`,
-		`{"items":[{"likes":"42"}]}`},
-	"video_platform/profile": {
-		`{"id":"UC_x5XG1OV2P6uZZ5FSM9Ttw","handle":"googledevelopers","followers":2400000,"follower_source_field":"statistics.subscriberCount","posts_count":6000}`,
-		`{"followers":"2.4M"}`},
-	"video_platform/posts": {
-		`{"channel_id":"UC1","items":[{"id":"dQw4w9WgXcQ","duration":"PT4M13S","counts":{"likes":10,"comments":null,"shares":null,"views":100}}],"count":1,"cursor":"tok","has_more":true}`,
-		`{"items":[{"counts":{"views":"100"}}]}`},
-	"video_platform/comments": {
-		`{"video_id":"dQw4w9WgXcQ","items":[{"id":"Ugz1","text":"nice","author":{"name":"@a","channel_id":"UC1"},"likes":3,"replies":0}],"has_more":false}`,
-		`{"items":[{"author":{"channel_id":1}}]}`},
-	"social_a/event": {
-		`{"id":"123","location":{"latitude":1.2,"city":"Lisbon"},"hosts":[{"id":"9","verified":true}],"is_online":false}`,
-		`{"is_canceled":"false"}`},
-	"social_a/events-search": {
-		`{"items":[{"id":"123","name":"Jazz night","starts_at":null}],"cursor":null}`,
-		`{"items":[{"url":7}]}`},
-	"lodging_marketplace/locations": {
-		`{"items":[{"map_place_id":"ChIJ0"}],"query":"Lisbon","count":1}`,
-		`{"items":[{"country_code":"","name":null}]}`},
-	"microblog_a/profile": {
-		`{"id":"did:example:abc","handle":"alice.example.com","followers":3}`,
-		`{"handle":5}`},
-	"code_host/profile": {
-		`{"id":"4314092","handle":"golang","type":"organization","repos_count":50}`,
-		`{"id":4314092}`},
-	"code_host/profile/repos": {
-		`{"items":[{"id":"23096959","full_name":"golang/go","stars":120000,"is_fork":false}],"cursor":"2"}`,
-		`{"items":[{"stars":"120k"}]}`},
-	"code_host/repo/issues": {
-		`{"repo":"golang/go","items":[{"id":"1","number":1,"labels":["bug"],"state":"open"}]}`,
-		`{"items":[{"labels":"bug"}]}`},
-	"professional_network/locations": {
-		`{"items":[{"id":"103035651","name":"Berlin"}],"query":"Berlin"}`,
-		`{"items":[{"id":103035651}]}`},
-	"professional_network/schools": {
-		`{"items":[{"id":"1792","name":"Stanford University"}]}`,
-		`{"items":[{"name":false}]}`},
-	"professional_network/industries": {
-		`{"items":[{"id":"4","name":"Software Development"}],"count":1}`,
-		`{"count":"1"}`},
-	"property_portal/locations": {
-		`{"items":[{"identifier":"REGION^274","label":"Cambridge"}]}`,
-		`{"items":[{"identifier":274}]}`},
-	"travel_booking/locations": {
-		`{"items":[{"id":"-2167973","city":"Lisbon","country_code":"pt"}]}`,
-		`{"has_more":"no"}`},
-	"travel_booking/search-hotels": {
-		`{"items":[{"id":"123","price":{"amount":200,"currency":"EUR"},"sold_out":false}],"checkin_date":"2026-12-01"}`,
-		`{"items":[{"price":200}]}`},
-	"search/all": {
-		`{"query":"golang","platforms":["microblog_a"],"items":[{"platform":"microblog_a","id":"x","likes":1}],"count":1}`,
-		`{"platforms":"microblog_a"}`},
-	"search/creators": {
-		`{"items":[{"platform":"microblog_b","handle":"ex","followers":10,"verified":true}]}`,
-		`{"items":[{"followers":"10"}]}`},
+// that breaks a stated type: testdata/examples/<schema file without
+// .json>.valid.json and .invalid.json, one pair per schema.
+func examples(t *testing.T) map[string]struct{ valid, invalid string } {
+	t.Helper()
+	out := map[string]struct{ valid, invalid string }{}
+	files, err := filepath.Glob(filepath.Join("testdata", "examples", "*.valid.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		base := strings.TrimSuffix(filepath.Base(f), ".valid.json")
+		valid, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		invalid, err := os.ReadFile(filepath.Join("testdata", "examples", base+".invalid.json"))
+		if err != nil {
+			t.Fatalf("%s has no invalid twin: %v", f, err)
+		}
+		key, ok := keyOf(base + ".json")
+		if !ok {
+			t.Fatalf("%s: not a schema file name", f)
+		}
+		out[key] = struct{ valid, invalid string }{string(valid), string(invalid)}
+	}
+	return out
 }
 
 func decode(t *testing.T, s string) any {
@@ -373,6 +269,7 @@ func decode(t *testing.T, s string) any {
 }
 
 func TestExamples(t *testing.T) {
+	examples := examples(t)
 	for _, key := range Keys() {
 		ex, ok := examples[key]
 		if !ok {
