@@ -9,7 +9,7 @@ package registry
 // file of their own.
 func creators() []Endpoint {
 	var all []Endpoint
-	for _, group := range [][]Endpoint{videoPlatformCreators, microblogBCreators} {
+	for _, group := range [][]Endpoint{videoPlatformCreators, microblogBCreators, microblogACreators, microblogCCreators, photoSocialCreators, shortVideoACreators} {
 		all = append(all, group...)
 	}
 	return all
