@@ -15,6 +15,9 @@ func (p *Pipeline) upstreamHandler(key string) Handler {
 		out := p.cfg.Upstream.Serve(ctx, key, c.Params.Values)
 		c.Upstream, c.upstreamRan = out.Trace, true
 		if out.Fault == nil && out.Data != nil {
+			if r, ok := out.Data.(upstream.LegsReporter); ok {
+				r.ReportLegs(p.cfg.Upstream.PublicLegs(key, out.Trace, c.Endpoint.Path(), c.Endpoint.Cost))
+			}
 			return out.Data, nil
 		}
 		if out.Fault != nil {

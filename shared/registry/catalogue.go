@@ -177,7 +177,10 @@ var codeHandle = P("handle", String, "User or organisation login.").Match(`[A-Za
 var social = []Endpoint{
 	{
 		Platform: "photo_social", ID: "post-stats", Family: Social, Kind: Data, Cost: 5, Origin: SpecListed, CacheTTL: 5 * time.Minute,
-		Name: "Photo social post stats", Description: "Public counters of a post or reel (not private creator analytics). A fresh lookup costs at least 5.",
+		Name: "Photo social post stats", Description: "Public counters of a post or reel (not private creator analytics). A fresh lookup costs at least 5: " +
+			"today exactly 5, whatever routes it took; legs[] shows each route tried (neutral labels: direct, web_unblocker_a, web_unblocker_b), " +
+			"with the charge on the leg that answered. A variable charge would settle the sum of the legs' credits, never less than 5, and " +
+			"would be announced in this description and the catalogue's cost first.",
 		Params: []Param{P("url", URL, "Public post or reel URL.").Req().Ex("https://www.instagram.com/p/C9pHoTo1abc/").OnHosts(photoSocialHosts...)},
 	},
 	{

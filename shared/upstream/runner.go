@@ -567,3 +567,50 @@ func (r *Runner) backoff(ctx context.Context, attempt int, last *Fault, need tim
 		return false
 	}
 }
+
+// PublicLeg is one route's part in a call as an answer shows it (spec 2.7
+// legs[]): the route by its neutral label, never a real site or vendor.
+type PublicLeg struct {
+	Attempts int    `json:"attempts"`
+	Credits  int64  `json:"credits"`
+	Endpoint string `json:"endpoint"`
+	OK       bool   `json:"ok"`
+	ServedBy string `json:"served_by"`
+	// Status is the HTTP status the leg ended with: 200 for the leg that
+	// answered, the source's last status for one that failed, null when
+	// no answer came (a timeout or a reset).
+	Status *int `json:"status"`
+}
+
+// LegsReporter is data that shows its legs (photo_social/post-stats): the
+// caller gives it the trace once the call succeeded.
+type LegsReporter interface {
+	ReportLegs([]PublicLeg)
+}
+
+// PublicLegs turns a trace of key's routes into the legs an answer shows:
+// each route by its neutral label; the call's charge is on the leg that
+// answered (failed legs cost nothing, spec 8); endpoint is the public path.
+func (r *Runner) PublicLegs(key string, t Trace, endpoint string, charge int64) []PublicLeg {
+	labels := map[string]string{}
+	for _, rt := range r.routes[key] {
+		labels[rt.provider.Name] = rt.provider.PublicLabel()
+	}
+	legs := make([]PublicLeg, 0, len(t.Legs))
+	for _, l := range t.Legs {
+		pl := PublicLeg{Attempts: l.Attempts, Endpoint: endpoint, OK: l.OK, ServedBy: labels[l.ServedBy]}
+		if pl.ServedBy == "" {
+			pl.ServedBy = "direct"
+		}
+		switch {
+		case l.OK:
+			ok := 200
+			pl.Status, pl.Credits = &ok, charge
+		case l.Status != 0:
+			status := l.Status
+			pl.Status = &status
+		}
+		legs = append(legs, pl)
+	}
+	return legs
+}

@@ -380,3 +380,24 @@ func TestRedirectLoopIsTheCallersURL(t *testing.T) {
 		t.Fatalf("err = %v; want an InvalidParameter fault naming url", err)
 	}
 }
+
+// A trace becomes public legs: neutral labels, the charge on the leg that
+// answered, the status of each failed leg or null without an answer.
+func TestPublicLegs(t *testing.T) {
+	direct := &Provider{Name: "site", Endpoints: map[string]Adapter{"p/e": nil}}
+	service := &Provider{Name: "vendor", Label: "web_unblocker_a", Endpoints: map[string]Adapter{"p/e": nil}}
+	r := NewRunner([]*Provider{direct, service}, Settings{ReplayURL: "http://replay.invalid"})
+	trace := Trace{ServedBy: "vendor", Attempts: 4, Legs: []Leg{
+		{ServedBy: "site", Attempts: 3, Status: 403, Fault: Rejected},
+		{ServedBy: "vendor", Attempts: 1, OK: true},
+	}}
+	legs := r.PublicLegs("p/e", trace, "/v1/p/e", 5)
+	if len(legs) != 2 || legs[0].ServedBy != "direct" || legs[0].OK || *legs[0].Status != 403 || legs[0].Credits != 0 || legs[0].Attempts != 3 ||
+		legs[1].ServedBy != "web_unblocker_a" || !legs[1].OK || *legs[1].Status != 200 || legs[1].Credits != 5 || legs[1].Endpoint != "/v1/p/e" {
+		t.Fatalf("%+v", legs)
+	}
+	timedOut := r.PublicLegs("p/e", Trace{Legs: []Leg{{ServedBy: "site", Attempts: 1, Fault: Timeout}}}, "/v1/p/e", 5)
+	if timedOut[0].Status != nil {
+		t.Errorf("no answer, no status: %v", *timedOut[0].Status)
+	}
+}

@@ -45,6 +45,11 @@ type Provider struct {
 	// never reaches the source (refused by the adapter) spends nothing.
 	// MERIDIAN_UPSTREAM_<NAME>_ALLOWANCE overrides it (AllowanceVar).
 	Allowance int64
+	// Label is the route's neutral name in public answers (spec 2.7
+	// legs[].served_by), which never name a real site or vendor: empty
+	// for the platform's own API or pages ("direct"); a third-party
+	// service sets one such as "web_unblocker_a".
+	Label string
 	// Endpoints maps endpoint keys (platform/id) to adapters, in the order
 	// of preference among this provider's endpoints (irrelevant); an
 	// endpoint's route order is the order of providers in the list given
@@ -232,4 +237,12 @@ func StatusFault(status int, header http.Header) *Fault {
 		f.Kind = Rejected
 	}
 	return f
+}
+
+// PublicLabel is the provider's Label, or "direct".
+func (p *Provider) PublicLabel() string {
+	if p.Label == "" {
+		return "direct"
+	}
+	return p.Label
 }

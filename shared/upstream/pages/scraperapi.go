@@ -22,7 +22,8 @@ const ScraperAPIName = "scraperapi"
 // status codes, Geotargeting, Custom headers).
 func ScraperAPI(sites ...*Site) *upstream.Provider {
 	return &upstream.Provider{
-		Name: ScraperAPIName,
+		Name:  ScraperAPIName,
+		Label: "web_unblocker_b",
 		Protocol: "ScraperAPI API endpoint: GET /?api_key=…&url=… answering with the target's body; country_code for " +
 			"geotargeting, keep_headers to forward the site's headers and cookies",
 		Docs:    "https://docs.scraperapi.com/responses-and-formats/api-status-codes",

@@ -30,7 +30,8 @@ const serviceAttemptTimeout = 15 * time.Second
 // documented at https://docs.zyte.com/zyte-api/usage/reference.html.
 func Zyte(sites ...*Site) *upstream.Provider {
 	return &upstream.Provider{
-		Name: ZyteName,
+		Name:  ZyteName,
+		Label: "web_unblocker_a",
 		Protocol: "Zyte API HTTP requests: POST /v1/extract (JSON) with httpResponseBody and httpResponseHeaders, " +
 			"HTTP Basic auth with the API key as user name, geolocation for country targeting",
 		Docs:    "https://docs.zyte.com/zyte-api/usage/reference.html",

@@ -192,15 +192,17 @@ func blocked(p *pages.Page) (string, bool) {
 
 // ---- the data ----
 
-// PostStats is the data of photo_social/post-stats (spec 2.7). legs is
-// the runner's trace, which the pipeline adds; the adapter cannot see it.
+// PostStats is the data of photo_social/post-stats (spec 2.7). Legs is
+// the runner's trace, which the pipeline adds (ReportLegs); the adapter
+// cannot see it.
 type PostStats struct {
-	Warnings    []string `json:"_warnings,omitempty"`
-	ID          *string  `json:"id"`
-	Platform    string   `json:"platform"`
-	RetrievedAt string   `json:"retrieved_at"`
-	Stats       Stats    `json:"stats"`
-	URL         string   `json:"url"`
+	Warnings    []string             `json:"_warnings,omitempty"`
+	ID          *string              `json:"id"`
+	Legs        []upstream.PublicLeg `json:"legs"`
+	Platform    string               `json:"platform"`
+	RetrievedAt string               `json:"retrieved_at"`
+	Stats       Stats                `json:"stats"`
+	URL         string               `json:"url"`
 }
 
 // Stats are the public counters; null means unknown (hidden or not
@@ -256,7 +258,7 @@ func parsePost(c *upstream.Call, p *pages.Page) (any, error) {
 	default:
 		return nil, upstream.MalformedFault("no media with the requested shortcode in the page's data (%d-byte page)", size)
 	}
-	out := PostStats{
+	out := &PostStats{
 		Platform:    Platform,
 		RetrievedAt: c.Now.UTC().Format(time.RFC3339),
 		URL:         Origin + "/p/" + code + "/",
@@ -491,3 +493,6 @@ func str(v any) string {
 	}
 	return ""
 }
+
+// ReportLegs implements upstream.LegsReporter.
+func (p *PostStats) ReportLegs(legs []upstream.PublicLeg) { p.Legs = legs }
