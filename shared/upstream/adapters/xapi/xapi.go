@@ -378,8 +378,16 @@ func searchPosts(ctx context.Context, c *upstream.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return postsPage(body, usersByID(body.Includes.Users)), nil
+	page := postsPage(body, usersByID(body.Includes.Users))
+	if from := c.Param("from_date"); from != "" && start == "" {
+		page.Warnings = append(page.Warnings, WarnBeforeWindow)
+	}
+	return page, nil
 }
+
+// WarnBeforeWindow says a from_date reached back past what recent search
+// holds, so the answer is the last 7 days, not the whole range asked for.
+const WarnBeforeWindow = "from_date is before the source's search window: only posts of the last 7 days are searched, so older posts in the range are missing."
 
 const searchPath = "/2/tweets/search/recent"
 

@@ -125,9 +125,16 @@ func TestSearchModesDatesAndReposts(t *testing.T) {
 	}
 	// Bounds that add nothing to the seven-day window are left out: X
 	// refuses a start_time before it and an end_time in the last 10 s.
-	u.Serve(t, searchEndpoint, "query=golang&from_date=2026-03-01&to_date=2026-03-10")
+	clipped := u.Serve(t, searchEndpoint, "query=golang&from_date=2026-03-01&to_date=2026-03-10")
 	if q := sent(t, u); q["start_time"] != "" || q["end_time"] != "" {
 		t.Errorf("out-of-window bounds sent: %v", q)
+	}
+	// ...and the answer says the range was cut to the window.
+	if w := clipped.Data.(xapi.Posts).Warnings; len(w) != 1 || w[0] != xapi.WarnBeforeWindow {
+		t.Errorf("a from_date before the window: warnings %v", w)
+	}
+	if dated := u.Serve(t, searchEndpoint, "query=golang&from_date=2026-03-05"); len(dated.Data.(xapi.Posts).Warnings) != 0 {
+		t.Errorf("a from_date inside the window warns: %v", dated.Data.(xapi.Posts).Warnings)
 	}
 	u.Serve(t, searchEndpoint, "query=golang&to_date=2026-03-03")
 	if q := sent(t, u); q["end_time"] != "2026-03-04T00:00:00Z" || q["start_time"] != "" {
