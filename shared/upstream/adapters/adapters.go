@@ -16,6 +16,7 @@ import (
 	"github.com/meridian-data/meridian/shared/upstream/adapters/klarna"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/kohls"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/playstore"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/threads"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/xapi"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/youtube"
 	"github.com/meridian-data/meridian/shared/upstream/pages"
@@ -35,6 +36,7 @@ func All() []*upstream.Provider {
 		youtube.Provider(),
 		github.Provider(),
 		xapi.Provider(),
+		threads.Provider(), // microblog_c's creator building blocks, on the operator's Threads token
 		etsy.Provider(),
 		aliexpress.Provider(),        // the affiliate API, with the operator's app credentials
 		aliexpress.SimilarProvider(), // the same app's related products, under a monthly allowance
