@@ -84,7 +84,8 @@ func Site() *pages.Site {
 		Header:  pages.BrowserHeader(""),
 		Blocked: blocked,
 		Operations: map[string]pages.Operation{
-			Endpoint: {Build: postRequest, Parse: parsePost},
+			Endpoint:         {Build: postRequest, Parse: parsePost},
+			CommentsEndpoint: {Build: commentsRequest, Parse: parseComments}, // comments.go
 		},
 	}
 }
