@@ -37,7 +37,7 @@ func All() []*upstream.Provider {
 		github.Provider(),
 		xapi.Provider(),
 		instagram.GraphProvider(), // business discovery on the operator's professional account: photo_social/profile, posts
-		threads.Provider(), // microblog_c's creator building blocks, on the operator's Threads token
+		threads.Provider(),        // microblog_c's creator building blocks, on the operator's Threads token
 		etsy.Provider(),
 		aliexpress.Provider(),        // the affiliate API, with the operator's app credentials
 		aliexpress.SimilarProvider(), // the same app's related products, under a monthly allowance

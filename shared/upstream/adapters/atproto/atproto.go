@@ -1,6 +1,8 @@
 // Package atproto serves the microblog_a endpoints over the AT Protocol's
-// XRPC HTTP API: app.bsky.feed.searchPosts for microblog_a/search and
-// app.bsky.actor.getProfile for microblog_a/profile.
+// XRPC HTTP API: app.bsky.feed.searchPosts for microblog_a/search,
+// app.bsky.actor.getProfile for microblog_a/profile, and for the creator
+// building blocks app.bsky.feed.getAuthorFeed (microblog_a/posts) and
+// app.bsky.feed.getPostThread (microblog_a/comments).
 //
 // It offers two routes. The public AppView answers without credentials,
 // but it has refused unauthenticated post search (HTTP 403) for long
@@ -32,8 +34,10 @@ const (
 
 // The endpoints served and the XRPC methods that serve them.
 const (
-	searchEndpoint  = "microblog_a/search"
-	profileEndpoint = "microblog_a/profile"
+	searchEndpoint   = "microblog_a/search"
+	profileEndpoint  = "microblog_a/profile"
+	postsEndpoint    = "microblog_a/posts"
+	commentsEndpoint = "microblog_a/comments"
 
 	searchPath        = "/xrpc/app.bsky.feed.searchPosts"
 	profilePath       = "/xrpc/app.bsky.actor.getProfile"
@@ -68,8 +72,10 @@ func Public() *upstream.Provider {
 		Docs:     docs,
 		BaseURL:  "https://public.api.bsky.app",
 		Endpoints: map[string]upstream.Adapter{
-			searchEndpoint:  searchAdapter(anonymous),
-			profileEndpoint: profileAdapter(anonymous),
+			searchEndpoint:   searchAdapter(anonymous),
+			profileEndpoint:  profileAdapter(anonymous),
+			postsEndpoint:    postsAdapter(anonymous),
+			commentsEndpoint: commentsAdapter(anonymous),
 		},
 	}
 }
@@ -87,7 +93,7 @@ func Session() *upstream.Provider {
 			{
 				Name:     IdentifierVar,
 				Required: true,
-				Doc:      "Handle (e.g. example.bsky.social) or e-mail of the account whose session serves post search and profiles. Point MERIDIAN_UPSTREAM_ATPROTO_SESSION_URL at the account's PDS when it is not hosted at the default.",
+				Doc:      "Handle (e.g. example.bsky.social) or e-mail of the account whose session serves post search, profiles, account posts and post replies. Point MERIDIAN_UPSTREAM_ATPROTO_SESSION_URL at the account's PDS when it is not hosted at the default.",
 			},
 			{
 				Name:     AppPasswordVar,
@@ -96,8 +102,10 @@ func Session() *upstream.Provider {
 			},
 		},
 		Endpoints: map[string]upstream.Adapter{
-			searchEndpoint:  searchAdapter(s.get),
-			profileEndpoint: profileAdapter(s.get),
+			searchEndpoint:   searchAdapter(s.get),
+			profileEndpoint:  profileAdapter(s.get),
+			postsEndpoint:    postsAdapter(s.get),
+			commentsEndpoint: commentsAdapter(s.get),
 		},
 	}
 }

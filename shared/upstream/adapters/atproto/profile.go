@@ -22,23 +22,35 @@ type profileViewDetailed struct {
 	FollowsCount   *json.Number `json:"followsCount"`
 	PostsCount     *json.Number `json:"postsCount"`
 	CreatedAt      string       `json:"createdAt"`
+	// Verification is the network's verification state; absent when the
+	// view does not carry one.
+	Verification *struct {
+		VerifiedStatus string `json:"verifiedStatus"`
+	} `json:"verification"`
 }
+
+// followerField is the view field followers comes from.
+const followerField = "followersCount"
 
 // profileData is the data of microblog_a/profile
 // (shared/schemas/data/microblog_a__profile.json).
 type profileData struct {
-	ID         *string      `json:"id"`
-	Handle     *string      `json:"handle"`
-	Name       *string      `json:"name"`
-	URL        *string      `json:"url"`
-	Bio        *string      `json:"bio"`
-	AvatarURL  *string      `json:"avatar_url"`
-	CoverURL   *string      `json:"cover_url"`
-	Followers  *json.Number `json:"followers"`
-	Following  *json.Number `json:"following"`
-	PostsCount *json.Number `json:"posts_count"`
-	CreatedAt  *string      `json:"created_at"`
-	Warnings   []string     `json:"_warnings,omitempty"`
+	ID        *string      `json:"id"`
+	Handle    *string      `json:"handle"`
+	Name      *string      `json:"name"`
+	URL       *string      `json:"url"`
+	Bio       *string      `json:"bio"`
+	AvatarURL *string      `json:"avatar_url"`
+	CoverURL  *string      `json:"cover_url"`
+	Followers *json.Number `json:"followers"`
+	// FollowerSourceField names where followers came from, so a composite
+	// operation can cite it, as every creator profile does.
+	FollowerSourceField *string      `json:"follower_source_field"`
+	Following           *json.Number `json:"following"`
+	PostsCount          *json.Number `json:"posts_count"`
+	Verified            *bool        `json:"verified"`
+	CreatedAt           *string      `json:"created_at"`
+	Warnings            []string     `json:"_warnings,omitempty"`
 }
 
 // profileAdapter serves microblog_a/profile: handle → actor (a handle or a
@@ -97,6 +109,19 @@ func mapProfile(p profileViewDetailed) profileData {
 		Following:  p.FollowsCount,
 		PostsCount: p.PostsCount,
 		CreatedAt:  dateTime(p.CreatedAt),
+	}
+	if p.FollowersCount != nil {
+		out.FollowerSourceField = ptr(followerField)
+	}
+	if v := p.Verification; v != nil {
+		// "valid" is verified; "none" and "invalid" (verifications that no
+		// longer hold for the account) are not. Other values stay unknown.
+		switch v.VerifiedStatus {
+		case "valid":
+			out.Verified = ptr(true)
+		case "none", "invalid":
+			out.Verified = ptr(false)
+		}
 	}
 	if handle == nil && p.Handle != "" {
 		out.Warnings = append(out.Warnings, "The account's handle does not currently resolve to it, so handle is null; id (the DID) still identifies it.")
