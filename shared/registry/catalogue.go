@@ -246,12 +246,14 @@ var social = []Endpoint{
 		Name: "Professional network people search", Description: "Search people by name or by a people-search URL.",
 		Params: []Param{
 			P("query", String, "A person's name.").Len(500).Ex("Jane Doe"),
-			P("search_url", URL, "People-search URL with keywords; single selected location, company, school, industry and language filters only."),
+			P("search_url", URL, "People-search URL with keywords; single selected location, company, school, industry and language filters only.").
+				Ex("https://www.linkedin.com/search/results/people/?keywords=Jane%20Doe&geoUrn=%5B%22103644278%22%5D").
+				OnHosts(professionalNetworkHosts...).Checked(peopleSearchURLRule),
 			P("title", String, "Job title.").Len(200),
 			P("location", String, "Location id from professional_network/locations.").Len(100).Alias("geocode_location"),
-			P("current_company", String, "Current company.").Len(200),
-			P("past_company", String, "Past company.").Len(200),
-			P("school", String, "School id from professional_network/schools.").Len(100),
+			P("current_company", String, "Current company: a numeric company id, a company page URL, or a name (matched as text).").Len(200),
+			P("past_company", String, "Past company: a numeric company id or a company page URL.").Len(200),
+			P("school", String, "School id from professional_network/schools (a school page URL or a name also work).").Len(100),
 			P("industry", String, "Industry id from professional_network/industries.").Len(100),
 			pageParam,
 		},

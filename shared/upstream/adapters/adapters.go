@@ -11,10 +11,12 @@ import (
 	"github.com/meridian-data/meridian/shared/upstream/adapters/companieshouse"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/etsy"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/github"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/harvestapi"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/instagram"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/itunes"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/klarna"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/kohls"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/lix"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/playstore"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/threads"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/xapi"
@@ -37,6 +39,8 @@ func All() []*upstream.Provider {
 		github.Provider(),
 		xapi.Provider(),
 		instagram.GraphProvider(), // business discovery on the operator's professional account: photo_social/profile, posts
+		harvestapi.Provider(),     // professional_network people search and locations (commercial API, operator's key)
+		lix.Provider(),            // professional_network locations (second route), schools and industries typeaheads
 		threads.Provider(),        // microblog_c's creator building blocks, on the operator's Threads token
 		etsy.Provider(),
 		aliexpress.Provider(),        // the affiliate API, with the operator's app credentials
