@@ -174,6 +174,10 @@ var knowledge = []Endpoint{
 
 var codeHandle = P("handle", String, "User or organisation login.").Match(`[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})`, "a login of letters, digits and hyphens, at most 39 characters").Ex("golang")
 
+// socialAHosts are the hosts of social_a's pages (any subdomain: www., m.,
+// web.); fb.me short links are not among them, as only a fetch resolves them.
+var socialAHosts = []string{"facebook.com", "fb.com"}
+
 var social = []Endpoint{
 	{
 		Platform: "photo_social", ID: "post-stats", Family: Social, Kind: Data, Cost: 5, Origin: SpecListed, CacheTTL: 5 * time.Minute,
@@ -232,7 +236,7 @@ var social = []Endpoint{
 		Name: "Social A event", Description: "One public event in full; also at /v1/social_a/event/{id}.",
 		Params: []Param{
 			P("id", String, "Event id.").Match("[0-9]{1,30}", "a numeric event id").Ex("1234567890"),
-			P("url", URL, "Event page URL.").Ex("https://social.example.com/events/1234567890/"),
+			P("url", URL, "Event page URL.").Ex("https://www.facebook.com/events/1234567890/").OnHosts(socialAHosts...),
 		},
 		AnyOf: [][]string{{"id", "url"}},
 	},

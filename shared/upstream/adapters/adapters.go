@@ -10,6 +10,7 @@ import (
 	"github.com/meridian-data/meridian/shared/upstream/adapters/atproto"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/companieshouse"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/etsy"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/facebook"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/github"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/harvestapi"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/instagram"
@@ -45,6 +46,7 @@ func All() []*upstream.Provider {
 		etsy.Provider(),
 		aliexpress.Provider(),        // the affiliate API, with the operator's app credentials
 		aliexpress.SimilarProvider(), // the same app's related products, under a monthly allowance
+		facebook.SearchProvider(),    // people and event search, on the operator's RapidAPI key
 	)
 	sites := Sites()
 	for _, s := range sites {
@@ -55,5 +57,5 @@ func All() []*upstream.Provider {
 
 // Sites are the sites read from their public pages, built fresh.
 func Sites() []*pages.Site {
-	return []*pages.Site{etsy.Site(), kohls.Site(), klarna.Site(), aliexpress.Site(), amazon.Site(), instagram.Site()}
+	return []*pages.Site{etsy.Site(), kohls.Site(), klarna.Site(), aliexpress.Site(), amazon.Site(), instagram.Site(), facebook.Site()}
 }
