@@ -50,6 +50,16 @@ func (c *Call) Post(ctx context.Context, path string, header http.Header, body a
 	return c.do(ctx, http.MethodPost, path, nil, header, raw)
 }
 
+// PostForm POSTs a form-encoded body (an OAuth token endpoint, say) to
+// path, answering as Get does.
+func (c *Call) PostForm(ctx context.Context, path string, header http.Header, form url.Values) (*Response, error) {
+	if header == nil {
+		header = http.Header{}
+	}
+	header.Set("content-type", "application/x-www-form-urlencoded")
+	return c.do(ctx, http.MethodPost, path, nil, header, []byte(form.Encode()))
+}
+
 // GetJSON is Get followed by decoding a 2xx body into out; a body that
 // does not decode is Malformed.
 func (c *Call) GetJSON(ctx context.Context, path string, query url.Values, header http.Header, out any) (*Response, error) {

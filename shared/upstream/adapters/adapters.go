@@ -20,6 +20,7 @@ import (
 	"github.com/meridian-data/meridian/shared/upstream/adapters/lix"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/playstore"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/threads"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/tiktok"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/xapi"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/youtube"
 	"github.com/meridian-data/meridian/shared/upstream/pages"
@@ -42,6 +43,7 @@ func All() []*upstream.Provider {
 		instagram.GraphProvider(), // business discovery on the operator's professional account: photo_social/profile, posts
 		harvestapi.Provider(),     // professional_network people search and locations (commercial API, operator's key)
 		lix.Provider(),            // professional_network locations (second route), schools and industries typeaheads
+		tiktok.ResearchProvider(), // the Research API, before the profile page's routes
 		threads.Provider(),        // microblog_c's creator building blocks, on the operator's Threads token
 		etsy.Provider(),
 		aliexpress.Provider(),        // the affiliate API, with the operator's app credentials
@@ -57,5 +59,5 @@ func All() []*upstream.Provider {
 
 // Sites are the sites read from their public pages, built fresh.
 func Sites() []*pages.Site {
-	return []*pages.Site{etsy.Site(), kohls.Site(), klarna.Site(), aliexpress.Site(), amazon.Site(), instagram.Site(), facebook.Site()}
+	return []*pages.Site{etsy.Site(), kohls.Site(), klarna.Site(), aliexpress.Site(), amazon.Site(), instagram.Site(), facebook.Site(), tiktok.Site()}
 }
