@@ -121,6 +121,10 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 		if allow, ok := deps.Store.(store.Allowances); ok {
 			runner = runner.WithAllowances(allow)
 		}
+		// Sites' remembered resolutions (a location's id) too.
+		if cache, ok := deps.Store.(store.Cache); ok {
+			runner = runner.WithMemory(store.Memo{Cache: cache})
+		}
 	}
 	return pipeline.Config{
 		Upstream:      runner,

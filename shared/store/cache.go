@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -25,4 +26,26 @@ type Cache interface {
 	CacheGet(ctx context.Context, key string, now time.Time) (CacheEntry, error)
 	// CachePut stores data under key until expiresAt, replacing any entry.
 	CachePut(ctx context.Context, key string, data []byte, now, expiresAt time.Time) error
+}
+
+// Memo keeps small values in a Cache under keys of their own (upstream's
+// Memory: a site's remembered text-to-id resolutions), so both stores keep
+// them, shared by every instance, with the cache's expiry.
+type Memo struct{ Cache Cache }
+
+// Recall returns the value under key, or ok false when none is live.
+func (m Memo) Recall(ctx context.Context, key string, now time.Time) (string, bool, error) {
+	e, err := m.Cache.CacheGet(ctx, key, now)
+	if errors.Is(err, ErrNotFound) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return string(e.Data), true, nil
+}
+
+// Keep stores value under key until until.
+func (m Memo) Keep(ctx context.Context, key, value string, now, until time.Time) error {
+	return m.Cache.CachePut(ctx, key, []byte(value), now, until)
 }

@@ -154,6 +154,8 @@ type Runner struct {
 	public *URLPolicy
 	// allow counts the monthly allowances; nil enforces none.
 	allow Allowances
+	// memory keeps remembered resolutions; nil keeps none.
+	memory Memory
 }
 
 // Settings say where providers live and which credentials are present.
@@ -242,6 +244,14 @@ func AllowanceOf(p *Provider, lookup func(string) (string, bool)) (limit int64, 
 func (r *Runner) WithAllowances(a Allowances) *Runner {
 	c := *r
 	c.allow = a
+	return &c
+}
+
+// WithMemory is the runner keeping remembered resolutions in m (the
+// store), shared by every family in a process and every instance.
+func (r *Runner) WithMemory(m Memory) *Runner {
+	c := *r
+	c.memory = m
 	return &c
 }
 
@@ -511,7 +521,8 @@ func (r *Runner) tryRoute(ctx context.Context, rt *route, params map[string]stri
 func (r *Runner) attempt(ctx context.Context, rt *route, params map[string]string, take func(context.Context) *Fault) (any, *Fault) {
 	actx, cancel := context.WithTimeout(ctx, rt.timeout)
 	defer cancel()
-	c := &Call{Params: params, BaseURL: rt.baseURL, Now: r.opts.Now(), secrets: rt.secrets, client: r.client, public: r.public}
+	c := &Call{Params: params, BaseURL: rt.baseURL, Now: r.opts.Now(), secrets: rt.secrets, client: r.client, public: r.public,
+		provider: rt.provider.Name, memory: r.memory}
 	if take != nil {
 		c.admit = &admission{take: take}
 	}

@@ -9,6 +9,8 @@ package upstream
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strings"
@@ -83,6 +85,17 @@ type Allowances interface {
 	AllowanceUsed(ctx context.Context, name, month string, now time.Time) (int64, error)
 }
 
+// Memory keeps small values that outlive a call, shared by every instance
+// (the store): a site's text-to-id resolutions, say, so a second search of
+// "Bath" asks no typeahead. Expiry is checked on every read.
+type Memory interface {
+	// Recall returns the value kept under key, or ok false when there is
+	// none or it expired by now.
+	Recall(ctx context.Context, key string, now time.Time) (value string, ok bool, err error)
+	// Keep stores value under key until until, replacing any.
+	Keep(ctx context.Context, key, value string, now, until time.Time) error
+}
+
 // Month is the calendar month (UTC) an allowance counts t in, "YYYY-MM".
 func Month(t time.Time) string { return t.UTC().Format("2006-01") }
 
@@ -112,6 +125,32 @@ type Call struct {
 	// request: a limited route takes its allowance unit there, so an
 	// adapter that refuses a request before fetching anything spends none.
 	admit *admission
+	// provider names the route, so remembered values are the provider's own.
+	provider string
+	memory   Memory
+}
+
+// Remembered returns what key resolves to: from the runner's memory when
+// a live entry is there, else from resolve, whose answer is then kept for
+// ttl (shared by every call and instance). Keys are the provider's own
+// (build them from the normalised text and the site's locale). A memory
+// that fails is passed over: the call resolves as if nothing was kept.
+func (c *Call) Remembered(ctx context.Context, key string, ttl time.Duration, resolve func(context.Context) (string, error)) (string, error) {
+	sum := sha256.Sum256([]byte(key)) // bounded, whatever the text
+	full := "memo#" + c.provider + "#" + hex.EncodeToString(sum[:])
+	if c.memory != nil {
+		if v, ok, err := c.memory.Recall(ctx, full, c.Now); err == nil && ok {
+			return v, nil
+		}
+	}
+	v, err := resolve(ctx)
+	if err != nil {
+		return "", err
+	}
+	if c.memory != nil {
+		_ = c.memory.Keep(ctx, full, v, c.Now, c.Now.Add(ttl)) // kept or not, this call has its answer
+	}
+	return v, nil
 }
 
 // admission is the once-per-attempt gate of a limited route; copies of a

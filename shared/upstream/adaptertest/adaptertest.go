@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,6 +45,8 @@ type Upstream struct {
 	Provider *upstream.Provider
 	Replay   *replay.Server
 	Runner   *upstream.Runner
+	// Memory keeps the runner's remembered resolutions for the test.
+	Memory *Memory
 }
 
 // Options keep tests quick: short timeouts and backoff, and no cooldown
@@ -104,8 +107,40 @@ func StartRoutes(t testing.TB, providers []*upstream.Provider, secrets map[strin
 		v, ok := values[name]
 		return v, ok
 	}
-	runner := upstream.NewRunner(providers, upstream.Settings{Lookup: lookup, Options: opts})
-	return &Upstream{Provider: providers[0], Replay: srv, Runner: runner}
+	memory := &Memory{values: map[string]memo{}}
+	runner := upstream.NewRunner(providers, upstream.Settings{Lookup: lookup, Options: opts}).WithMemory(memory)
+	return &Upstream{Provider: providers[0], Replay: srv, Runner: runner, Memory: memory}
+}
+
+// Memory is an in-process upstream.Memory for tests, counting what it kept.
+type Memory struct {
+	mu     sync.Mutex
+	values map[string]memo
+	// Kept counts the values stored.
+	Kept int
+}
+
+type memo struct {
+	value string
+	until time.Time
+}
+
+func (m *Memory) Recall(_ context.Context, key string, now time.Time) (string, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	v, ok := m.values[key]
+	if !ok || !now.Before(v.until) {
+		return "", false, nil
+	}
+	return v.value, true, nil
+}
+
+func (m *Memory) Keep(_ context.Context, key, value string, _, until time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.values[key] = memo{value, until}
+	m.Kept++
+	return nil
 }
 
 // Serve validates query for endpoint as the pipeline does and runs it.
