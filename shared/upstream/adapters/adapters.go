@@ -23,6 +23,7 @@ import (
 	"github.com/meridian-data/meridian/shared/upstream/adapters/tiktok"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/xapi"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/youtube"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/zoopla"
 	"github.com/meridian-data/meridian/shared/upstream/pages"
 )
 
@@ -54,10 +55,12 @@ func All() []*upstream.Provider {
 	for _, s := range sites {
 		providers = append(providers, pages.Direct(s))
 	}
-	return append(providers, pages.Zyte(sites...), pages.ScraperAPI(sites...))
+	providers = append(providers, pages.Zyte(sites...), pages.ScraperAPI(sites...))
+	zoopla.Wire(providers) // search-sale resolves location text through each route's typeahead, remembered
+	return providers
 }
 
 // Sites are the sites read from their public pages, built fresh.
 func Sites() []*pages.Site {
-	return []*pages.Site{etsy.Site(), kohls.Site(), klarna.Site(), aliexpress.Site(), amazon.Site(), instagram.Site(), facebook.Site(), tiktok.Site()}
+	return []*pages.Site{etsy.Site(), kohls.Site(), klarna.Site(), aliexpress.Site(), amazon.Site(), instagram.Site(), facebook.Site(), tiktok.Site(), zoopla.Site()}
 }
