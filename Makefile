@@ -64,6 +64,11 @@ fuzz: ## run each fuzz target for FUZZTIME (default 30s)
 	$(GO) test ./shared/params -run '^$$' -fuzz FuzzValidate -fuzztime $${FUZZTIME:-30s}
 	$(GO) test ./shared/pipeline -run '^$$' -fuzz FuzzPipeline -fuzztime $${FUZZTIME:-30s}
 	$(GO) test ./shared/upstream/htmldata -run '^$$' -fuzz FuzzExtract -fuzztime $${FUZZTIME:-30s}
+	$(GO) test ./shared/upstream/adapters/quora -run '^$$' -fuzz FuzzPayloads -fuzztime $${FUZZTIME:-30s}
+	$(GO) test ./shared/upstream/adapters/facebook -run '^$$' -fuzz FuzzScanPage -fuzztime $${FUZZTIME:-30s}
+	$(GO) test ./shared/upstream/adapters/facebook -run '^$$' -fuzz FuzzEventID -fuzztime $${FUZZTIME:-30s}
+	$(GO) test ./shared/upstream/adapters/tiktok -run '^$$' -fuzz FuzzProfilePage -fuzztime $${FUZZTIME:-30s}
+	$(GO) test ./shared/upstream/adapters/tiktok -run '^$$' -fuzz FuzzVideoID -fuzztime $${FUZZTIME:-30s}
 
 clean:
 	rm -rf $(BUILD_DIR)

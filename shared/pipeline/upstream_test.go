@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/upstream"
 	"github.com/meridian-data/meridian/shared/upstream/replay"
@@ -235,8 +236,18 @@ func TestUnsafeURLIsRefusedBeforeAnyFetchOrCharge(t *testing.T) {
 	t.Cleanup(func() { ln.Close() })
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	fetched := atomic.Int32{}
+	// An endpoint whose URL parameter may name any public page (one with
+	// hosts would refuse these URLs as another site's first).
+	reg, err := registry.New([]registry.Endpoint{{
+		Platform: "qa_test", ID: "fetch", Family: registry.Knowledge, Kind: registry.Data, Cost: 1,
+		Origin: registry.SpecListed, Name: "Fetch a page",
+		Params: []registry.Param{registry.P("url", registry.URL, "Any public page.").Req()},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	page := &upstream.Provider{Name: "pages", BaseURL: "http://unused", Endpoints: map[string]upstream.Adapter{
-		"qa_site/question": func(ctx context.Context, c *upstream.Call) (any, error) {
+		"qa_test/fetch": func(ctx context.Context, c *upstream.Call) (any, error) {
 			fetched.Add(1)
 			if _, err := c.GetPublic(ctx, "url", c.Param("url"), nil); err != nil {
 				return nil, err
@@ -246,7 +257,7 @@ func TestUnsafeURLIsRefusedBeforeAnyFetchOrCharge(t *testing.T) {
 	}}
 	policy := &upstream.URLPolicy{Resolver: pinnedResolver{netip.MustParseAddr("127.0.0.1")}}
 	runner := upstream.NewRunner([]*upstream.Provider{page}, upstream.Settings{URLPolicy: policy, Options: upstreamTestOptions})
-	b := newBilled(t, 10, nil, func(c *Config) { c.Upstream, c.URLPolicy = runner, policy })
+	b := newBilled(t, 10, nil, func(c *Config) { c.Upstream, c.URLPolicy, c.Registry = runner, policy, reg })
 	for _, u := range []string{
 		"http://127.0.0.1:" + port + "/q",
 		"http://[::1]:" + port + "/q",
@@ -254,7 +265,7 @@ func TestUnsafeURLIsRefusedBeforeAnyFetchOrCharge(t *testing.T) {
 		"http://169.254.169.254/latest/meta-data/",
 		"http://resolves-to-loopback.example:" + port + "/q",
 	} {
-		r := b.call("/v1/qa_site/question?url=" + u)
+		r := b.call("/v1/qa_test/fetch?url=" + u)
 		if r.code != 422 || r.errorType() != "INVALID_PARAMETERS" || r.details()["field"] != "url" || r.details()["reason"] != "unsafe_url" {
 			t.Fatalf("%s: %d %s", u, r.code, r.raw)
 		}

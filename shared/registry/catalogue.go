@@ -139,7 +139,7 @@ var knowledge = []Endpoint{
 	{
 		Platform: "qa_site", ID: "question", Family: Knowledge, Kind: Data, Cost: 2, Origin: SpecListed,
 		Name: "Q&A question", Description: "A question page with its answers, topics and related questions.",
-		Params: []Param{P("url", URL, "Question page URL.").Req().Ex("https://qa.example.com/What-is-a-good-question")},
+		Params: []Param{P("url", URL, "Question page URL.").Req().Ex("https://www.quora.com/What-is-the-best-way-to-learn-Go-programming").OnHosts(qaSiteHosts...)},
 	},
 	{
 		Platform: "code_host", ID: "profile", Family: Knowledge, Kind: Data, Cost: 1, Origin: SpecNamed,
@@ -173,6 +173,10 @@ var knowledge = []Endpoint{
 }
 
 var codeHandle = P("handle", String, "User or organisation login.").Match(`[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})`, "a login of letters, digits and hyphens, at most 39 characters").Ex("golang")
+
+// qaSiteHosts are the Q&A site's hosts (its language editions are
+// subdomains).
+var qaSiteHosts = []string{"quora.com"}
 
 // socialAHosts are the hosts of social_a's pages (any subdomain: www., m.,
 // web.); fb.me short links are not among them, as only a fetch resolves them.

@@ -5,6 +5,7 @@ package adapters
 
 import (
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/airbnb"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/aliexpress"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/amazon"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/atproto"
@@ -19,6 +20,7 @@ import (
 	"github.com/meridian-data/meridian/shared/upstream/adapters/kohls"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/lix"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/playstore"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/quora"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/threads"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/tiktok"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/xapi"
@@ -50,6 +52,7 @@ func All() []*upstream.Provider {
 		aliexpress.Provider(),        // the affiliate API, with the operator's app credentials
 		aliexpress.SimilarProvider(), // the same app's related products, under a monthly allowance
 		facebook.SearchProvider(),    // people and event search, on the operator's RapidAPI key
+		airbnb.Provider(),            // lodging_marketplace/locations: the web app's autocomplete, on the operator's own key
 	)
 	sites := Sites()
 	for _, s := range sites {
@@ -62,5 +65,5 @@ func All() []*upstream.Provider {
 
 // Sites are the sites read from their public pages, built fresh.
 func Sites() []*pages.Site {
-	return []*pages.Site{etsy.Site(), kohls.Site(), klarna.Site(), aliexpress.Site(), amazon.Site(), instagram.Site(), facebook.Site(), tiktok.Site(), zoopla.Site()}
+	return []*pages.Site{etsy.Site(), kohls.Site(), klarna.Site(), aliexpress.Site(), amazon.Site(), instagram.Site(), facebook.Site(), tiktok.Site(), zoopla.Site(), quora.Site()}
 }
