@@ -60,7 +60,7 @@ func TestMCPInteropWithTheTypeScriptSDK(t *testing.T) {
 		{Tool: "company_registry__search", Arguments: map[string]any{"qery": "acme"}},
 		{Tool: "company_registry__search", Arguments: map[string]any{"query": map[string]any{"name": "acme"}}},
 		{Tool: "lodging_marketplace__locations", Arguments: map[string]any{"query": "lisbon", "dry_run": true}},
-		{Tool: "travel_booking__search-attractions", Arguments: map[string]any{}},
+		{Tool: unavailableTool, Arguments: unavailableArgs},
 		{Tool: "utility__endpoints", Arguments: map[string]any{"platform": "company_registry"}},
 	}
 	arg, err := json.Marshal(calls)

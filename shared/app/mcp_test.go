@@ -52,14 +52,31 @@ func startMCP(t *testing.T) *mcpFixture {
 // mcpUpstream is the shipped providers on the replay upstream plus a
 // canned route for lodging_marketplace/locations: the one data schema with
 // a required field (items), which a dry-run estimate lacks, so the output
-// schema's dry-run branch is exercised end to end.
+// schema's dry-run branch is exercised end to end. app_store_a/app-info is
+// left without a route (unavailableTool), so one tool is always unavailable
+// whatever the shipped providers serve.
 func mcpUpstream(replayURL string) *upstream.Runner {
 	lodging := &upstream.Provider{Name: "lodging_fixture", Protocol: "canned answers (tests)", Static: true,
 		Endpoints: map[string]upstream.Adapter{"lodging_marketplace/locations": func(context.Context, *upstream.Call) (any, error) {
 			return map[string]any{"items": []any{map[string]any{"id": "lisbon", "name": "Lisbon", "country_code": "PT"}}}, nil
 		}}}
-	return upstream.NewRunner(append(adapters.All(), lodging), upstream.Settings{ReplayURL: replayURL})
+	var providers []*upstream.Provider
+	for _, p := range adapters.All() {
+		if _, serves := p.Endpoints[unavailableEndpoint]; !serves {
+			providers = append(providers, p)
+		}
+	}
+	return upstream.NewRunner(append(providers, lodging), upstream.Settings{ReplayURL: replayURL})
 }
+
+// unavailableEndpoint has no route in the MCP fixture; unavailableTool and
+// unavailableArgs call it.
+const (
+	unavailableEndpoint = "app_store_a/app-info"
+	unavailableTool     = "app_store_a__app-info"
+)
+
+var unavailableArgs = map[string]any{"app_id": "284882215"}
 
 // withHeader sends a header on every request of an MCP client.
 type withHeader struct {
@@ -186,9 +203,9 @@ func TestMCPToolsSayWhetherTheyAreAvailable(t *testing.T) {
 		t.Errorf("the fixture serves some tools and not others: %v", seen)
 	}
 	// An unavailable tool answers as its description says.
-	if res, env := call(t, session, "travel_booking__search-attractions", map[string]any{}); !res.IsError ||
+	if res, env := call(t, session, unavailableTool, unavailableArgs); !res.IsError ||
 		env["error"].(map[string]any)["type"] != "ENDPOINT_NOT_AVAILABLE" {
-		t.Errorf("travel_booking__search-attractions: %v", env)
+		t.Errorf("%s: %v", unavailableTool, env)
 	}
 }
 
@@ -307,7 +324,7 @@ func TestMCPResultsConformToTheOutputSchemas(t *testing.T) {
 		{"invalid value", session, "company_registry__search", map[string]any{"query": "acme", "limit": 1000}, "INVALID_PARAMETERS"},
 		{"nested object", session, "company_registry__search", map[string]any{"query": map[string]any{"name": "acme"}}, "INVALID_PARAMETERS"},
 		{"arguments not an object", session, "company_registry__search", "acme", "INVALID_PARAMETERS"},
-		{"no route here", session, "travel_booking__search-attractions", map[string]any{}, "ENDPOINT_NOT_AVAILABLE"},
+		{"no route here", session, unavailableTool, unavailableArgs, "ENDPOINT_NOT_AVAILABLE"},
 		{"no such record", session, "code_host__profile", map[string]any{"handle": "sample-missing"}, "RESOURCE_NOT_FOUND"},
 		{"source failure", session, "code_host__profile", map[string]any{"handle": "sample-500"}, "UPSTREAM_ERROR"},
 		{"key limit", limited, "microblog_a__search", map[string]any{"query": "golang"}, "KEY_LIMIT_EXCEEDED"},

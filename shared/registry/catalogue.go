@@ -371,6 +371,7 @@ var places = []Endpoint{
 			P("prices", List, "Comma list of site price filters.").Len(1000),
 			P("areas", List, "Comma list of site area filters.").Len(1000),
 		},
+		AnyOf:   [][]string{{"location", "destination_id"}}, // spec 4.6: "location … or destination_id"
 		Ordered: []Order{{Low: "start_date", High: "end_date"}},
 	},
 	{
@@ -408,7 +409,7 @@ var places = []Endpoint{
 
 var stayParams = []Param{
 	dateParam("checkin", "Check-in date (YYYY-MM-DD).").Req(),
-	dateParam("checkout", "Check-out date (YYYY-MM-DD), after checkin.").Req().Ex("2026-12-03"),
+	dateParam("checkout", "Check-out date (YYYY-MM-DD), after checkin.").Req().ExDaysAfter(2),
 	P("adults", Integer, "Adults, 1-30.").Range(1, 30),
 	P("children_ages", List, "Comma list of children's ages, 0-17.").Of(Integer).Range(0, 17).Ex("4,9"),
 	P("rooms", Integer, "Rooms, 1-30.").Range(1, 30),

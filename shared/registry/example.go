@@ -4,7 +4,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
+
+// ExampleDaysAhead is how far ahead of today a date example lies.
+const ExampleDaysAhead = 30
 
 // Example is a ready-to-run call of e from its declarations: every
 // required parameter and the first member of each any-of group in query,
@@ -46,7 +50,8 @@ func (p *Param) ExampleValue() string {
 	case p.Type == Boolean:
 		return "true"
 	case p.Type == Date:
-		return "2026-12-01"
+		// A month ahead: stays and date ranges in examples are never past.
+		return time.Now().UTC().AddDate(0, 0, ExampleDaysAhead+p.ExampleDaysAfter).Format(time.DateOnly)
 	case p.Type == URL:
 		return "https://example.com/"
 	}

@@ -29,6 +29,10 @@ func (p Param) Alias(names ...string) Param { p.Aliases = names; return p }
 // Ex sets the example value used by catalogues and ready-to-run requests.
 func (p Param) Ex(v string) Param { p.Example = v; return p }
 
+// ExDaysAfter makes a date parameter's example n days after the default
+// example date (a checkout after its checkin).
+func (p Param) ExDaysAfter(n int) Param { p.ExampleDaysAfter = n; return p }
+
 // Len caps the value's length in characters.
 func (p Param) Len(n int) Param { p.MaxLength = n; return p }
 
@@ -93,9 +97,9 @@ var (
 	localeParam   = P("language", String, "Language or locale, e.g. en or en-GB.").Match("[A-Za-z]{2,3}([-_][A-Za-z0-9]{2,8})*", "a language tag such as en or en-GB").Ex("en")
 	handleParam   = P("handle", String, "Account handle, without a leading @.").Match(`[^@\s][^\s]*`, "a handle without a leading @ and without spaces").Len(100)
 	queryParam    = P("query", String, "Search text.").Req().Len(500).Ex("coffee grinder")
-	dateParam     = func(name, description string) Param {
-		return P(name, Date, description).Ex("2026-12-01")
-	}
+	// dateParam's example is a date ahead of today (ExampleValue), so a
+	// stay in the examples never falls into the past.
+	dateParam = func(name, description string) Param { return P(name, Date, description) }
 )
 
 // aiAssistParams is the shared AI-assist set of spec 4.5, accepted by the

@@ -35,7 +35,7 @@ var specTable = []struct {
 	{"social_a/search-people", []string{"query"}, nil, 12, true},
 	{"social_a/event", nil, [][]string{{"id", "url"}}, 2, false},
 	{"social_a/events-search", []string{"query"}, nil, 2, true},
-	{"travel_booking/search-attractions", nil, nil, 3, false},
+	{"travel_booking/search-attractions", nil, [][]string{{"location", "destination_id"}}, 3, false},
 	{"travel_booking/hotel", []string{"id", "checkin", "checkout"}, nil, 3, false},
 	{"qa_site/question", []string{"url"}, nil, 2, false},
 	{"shopping_comparison/product", []string{"id", "category"}, nil, 3, false},

@@ -82,6 +82,9 @@ type Param struct {
 	Aliases     []string
 	Description string
 	Example     string
+	// ExampleDaysAfter shifts a date parameter's computed example (see
+	// ExampleValue) by that many days.
+	ExampleDaysAfter int
 	// Hosts, when set, are the hosts a URL value must be on: one of them or
 	// a subdomain (lowercase names, no scheme, port or path). A value that
 	// is not URL-shaped stays an id. Set with OnHosts.

@@ -9,6 +9,8 @@ import (
 	"github.com/meridian-data/meridian/shared/upstream/adapters/aliexpress"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/amazon"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/atproto"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/booking"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/bookingdemand"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/companieshouse"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/etsy"
 	"github.com/meridian-data/meridian/shared/upstream/adapters/facebook"
@@ -53,12 +55,16 @@ func All() []*upstream.Provider {
 		aliexpress.SimilarProvider(), // the same app's related products, under a monthly allowance
 		facebook.SearchProvider(),    // people and event search, on the operator's RapidAPI key
 		airbnb.Provider(),            // lodging_marketplace/locations: the web app's autocomplete, on the operator's own key
+		bookingdemand.Provider(),     // travel_booking hotel, search-hotels and locations on the operator's Demand API credentials
 	)
 	sites := Sites()
 	for _, s := range sites {
 		providers = append(providers, pages.Direct(s))
 	}
-	providers = append(providers, pages.Zyte(sites...), pages.ScraperAPI(sites...))
+	// travel_booking from the site's own front end, after its partner API: its
+	// POSTs and chained fetches are adapters of their own on each route.
+	providers = append(providers, booking.Direct())
+	providers = append(providers, booking.AddToZyte(pages.Zyte(sites...)), booking.AddToScraperAPI(pages.ScraperAPI(sites...)))
 	zoopla.Wire(providers) // search-sale resolves location text through each route's typeahead, remembered
 	return providers
 }
