@@ -490,7 +490,7 @@ var wantPolicies = map[string]policyWant{
 	"social":    {table: tableAll, queue: send, secret: true},
 	"media":     {table: tableAll, queue: send, secret: true},
 	"apps":      {table: tableAll, queue: send},
-	"places":    {table: tableAll, queue: send},
+	"places":    {table: tableAll, queue: send, secret: true},
 	"knowledge": {table: tableAll, queue: send, secret: true},
 	"web":       {table: tableAll, queue: send},
 	"bundle":    {table: tableAll, queue: send, secret: true},
@@ -629,7 +629,7 @@ func TestSecretReaders(t *testing.T) {
 			t.Errorf("%s reads the secret without a reason", fn)
 		}
 	}
-	want := []string{"commerce", "social", "media", "knowledge", "bundle", "search", "service", "batch", "mcp"}
+	want := []string{"commerce", "social", "media", "places", "knowledge", "bundle", "search", "service", "batch", "mcp"}
 	if !equalStrings(got, want) {
 		t.Errorf("secret readers %v, want %v", got, want)
 	}
@@ -658,7 +658,7 @@ func TestSecretReaders(t *testing.T) {
 			t.Errorf("%s: imported secret env %v", fn, env["MERIDIAN_UPSTREAM_SECRET"])
 		}
 	}
-	for _, fn := range []string{"apps", "places", "web", "sandbox", stack.WorkerName} {
+	for _, fn := range []string{"apps", "web", "sandbox", stack.WorkerName} {
 		id := dev.functionID(t, fn)
 		env := dev.template.Resources[id].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
 		if _, has := env["MERIDIAN_UPSTREAM_SECRET"]; has {

@@ -126,7 +126,7 @@ var keySecret = upstream.Secret{
 // Wire prepares every provider serving Zoopla's operations (the direct
 // route and the unblocking services): search-sale resolves location text
 // through the same route's typeahead first, remembered across calls, and
-// the route reads the operator's GraphQL key. Providers of other sites are
+// the direct route reads the operator's GraphQL key. Providers of other sites are
 // left as they are. The integrator calls it once on adapters.All()'s list.
 func Wire(providers []*upstream.Provider) {
 	for _, p := range providers {
@@ -136,7 +136,9 @@ func Wire(providers []*upstream.Provider) {
 			continue
 		}
 		p.Endpoints[SearchEndpoint] = resolving(lookup, search)
-		if !slices.ContainsFunc(p.Secrets, func(s upstream.Secret) bool { return s.Name == KeySecret }) {
+		// The key is the direct route's only: the unblocking services serve
+		// every site, and their providers carry no site's credentials.
+		if p.Name == Name && !slices.ContainsFunc(p.Secrets, func(s upstream.Secret) bool { return s.Name == KeySecret }) {
 			p.Secrets = append(p.Secrets, keySecret)
 		}
 	}

@@ -438,6 +438,11 @@ func TestWire(t *testing.T) {
 	if len(other.Secrets) != 0 || len(p.Secrets) != 1 || p.Secrets[0].Name != zoopla.KeySecret || p.Secrets[0].Required {
 		t.Fatalf("secrets: other %v, zoopla %v", other.Secrets, p.Secrets)
 	}
+	zyte := pages.Zyte(zoopla.Site())
+	zoopla.Wire([]*upstream.Provider{zyte})
+	if slices.ContainsFunc(zyte.Secrets, func(s upstream.Secret) bool { return s.Name == zoopla.KeySecret }) {
+		t.Fatalf("a service route carries the site's key: %v", zyte.Secrets)
+	}
 }
 
 func paths(reqs []replay.Request) []string {
