@@ -50,6 +50,13 @@ func (c *Call) Post(ctx context.Context, path string, header http.Header, body a
 	return c.do(ctx, http.MethodPost, path, nil, header, raw)
 }
 
+// Send makes a request with any method and a raw body (sent as given,
+// with the content type the header names), answering as Get does: for a
+// page-fetch route that forwards a site's own request.
+func (c *Call) Send(ctx context.Context, method, path string, query url.Values, header http.Header, body []byte) (*Response, error) {
+	return c.do(ctx, method, path, query, header, body)
+}
+
 // PostForm POSTs a form-encoded body (an OAuth token endpoint, say) to
 // path, answering as Get does.
 func (c *Call) PostForm(ctx context.Context, path string, header http.Header, form url.Values) (*Response, error) {

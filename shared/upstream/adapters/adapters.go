@@ -61,15 +61,13 @@ func All() []*upstream.Provider {
 	for _, s := range sites {
 		providers = append(providers, pages.Direct(s))
 	}
-	// travel_booking from the site's own front end, after its partner API: its
-	// POSTs and chained fetches are adapters of their own on each route.
-	providers = append(providers, booking.Direct())
-	providers = append(providers, booking.AddToZyte(pages.Zyte(sites...)), booking.AddToScraperAPI(pages.ScraperAPI(sites...)))
-	zoopla.Wire(providers) // search-sale resolves location text through each route's typeahead, remembered
+	providers = append(providers, pages.Zyte(sites...), pages.ScraperAPI(sites...))
 	return providers
 }
 
 // Sites are the sites read from their public pages, built fresh.
 func Sites() []*pages.Site {
-	return []*pages.Site{etsy.Site(), kohls.Site(), klarna.Site(), aliexpress.Site(), amazon.Site(), instagram.Site(), facebook.Site(), tiktok.Site(), zoopla.Site(), quora.Site()}
+	return []*pages.Site{etsy.Site(), kohls.Site(), klarna.Site(), aliexpress.Site(), amazon.Site(), instagram.Site(), facebook.Site(), tiktok.Site(), zoopla.Site(), quora.Site(),
+		booking.Site(), // travel_booking from the site's own front end, after its partner API (bookingdemand, above)
+	}
 }

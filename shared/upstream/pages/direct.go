@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/andybalholm/brotli"
@@ -46,13 +47,19 @@ func BrowserHeader(acceptLanguage string) http.Header {
 // a proxy or a test server), fetching with the site's browser-like headers.
 // A request for another of the site's hosts goes to https://<Host> unless
 // the base URL was moved; then it goes to the moved base URL with
-// X-Forwarded-Host: <Host>. It needs no credentials.
+// X-Forwarded-Host: <Host>. It declares the site's Secrets, the only
+// route that does.
 func Direct(s *Site) *upstream.Provider {
+	protocol := s.Protocol
+	if protocol == "" {
+		protocol = "The site's public pages and front-end JSON over HTTPS, fetched directly with browser-like headers"
+	}
 	return &upstream.Provider{
 		Name:      s.Name,
-		Protocol:  "The site's public pages and front-end JSON over HTTPS, fetched directly with browser-like headers",
+		Protocol:  protocol,
 		Docs:      s.Origin,
 		BaseURL:   s.Origin,
+		Secrets:   slices.Clone(s.Secrets),
 		Endpoints: endpoints([]*Site{s}, fetchDirect),
 	}
 }
@@ -63,12 +70,22 @@ func Direct(s *Site) *upstream.Provider {
 const ForwardedHostHeader = "X-Forwarded-Host"
 
 // fetchDirect asks the site itself, relative to the route's base URL: the
-// request's host when that is the origin, else the moved base URL.
+// request's host when that is the origin, else the moved base URL. A POST
+// carries its body and content type, and the origin a browser's fetch()
+// from the site's pages sends.
 func fetchDirect(ctx context.Context, c *upstream.Call, s *Site, r Request) (*Page, error) {
 	h := browserHeader(s, r)
 	// Set by hand, so Go's transport leaves the body alone and br (which it
 	// cannot decode) is offered as a browser would; decode undoes both.
 	h.Set("accept-encoding", "gzip, br")
+	if r.post() {
+		if h.Get("origin") == "" {
+			h.Set("origin", strings.TrimSuffix(s.Origin, "/"))
+		}
+		if r.ContentType != "" {
+			h.Set("content-type", r.ContentType)
+		}
+	}
 	if r.Host != "" {
 		if sameOrigin(c.BaseURL, s.Origin) {
 			// A copy, so that only this request goes to the other host. The
@@ -83,7 +100,7 @@ func fetchDirect(ctx context.Context, c *upstream.Call, s *Site, r Request) (*Pa
 			h.Set(ForwardedHostHeader, r.Host)
 		}
 	}
-	resp, err := c.Get(ctx, r.Path, r.Query, h)
+	resp, err := c.Send(ctx, r.method(), r.Path, r.Query, h, r.Body)
 	if resp == nil {
 		return nil, err
 	}
@@ -92,8 +109,8 @@ func fetchDirect(ctx context.Context, c *upstream.Call, s *Site, r Request) (*Pa
 }
 
 // browserHeader is the whole header set a browser on the site would send
-// for r: the site's defaults, adjusted for a front end's JSON call, the
-// request's extra headers and the cookies.
+// for r: the site's defaults, adjusted for a front end's JSON call and by
+// the request's DirectHeader, the request's extra headers and the cookies.
 func browserHeader(s *Site, r Request) http.Header {
 	h := s.Header.Clone()
 	if h == nil {
@@ -110,10 +127,12 @@ func browserHeader(s *Site, r Request) http.Header {
 			h.Del("upgrade-insecure-requests")
 		}
 	}
-	for k, vs := range r.Header {
-		h.Del(k)
-		for _, v := range vs {
-			h.Add(k, v)
+	for _, extra := range []http.Header{r.DirectHeader, r.Header} {
+		for k, vs := range extra {
+			h.Del(k)
+			for _, v := range vs {
+				h.Add(k, v)
+			}
 		}
 	}
 	if cookie := cookieHeader(s.Cookies, r.Header.Get("cookie")); cookie != "" {

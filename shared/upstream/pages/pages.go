@@ -23,11 +23,36 @@
 //		},
 //	}
 //
-// An Operation's Build turns the call's parameters into a Request (a path
-// on the site, its query, extra headers, an optional host and country, and
-// whether it is the site's JSON endpoint); Parse maps the Page that came
-// back to the endpoint's data shape. Neither knows which route fetched the
-// page.
+// An Operation's Build turns the call's parameters into a Request (GET or
+// POST, a path on the site, its query, extra headers, an optional host and
+// country, whether it is the site's JSON endpoint, and a POST's body and
+// content type); Parse maps the Page that came back to the endpoint's data
+// shape. Neither knows which route fetched the page.
+//
+// # Several fetches
+//
+// An operation that needs more than one fetch (a location text resolved
+// through the site's typeahead, remembered with upstream.Call.Remembered,
+// then the search page) has Run instead of Build and Parse:
+//
+//	"shop/search": {Run: func(ctx context.Context, c *upstream.Call, fetch pages.Fetch) (any, error) {
+//		p, err := fetch(ctx, pages.Request{Path: "/api/suggest", Query: q, JSON: true})
+//		…
+//		p, err = fetch(ctx, pages.Request{Path: "/search/" + id})
+//		…
+//	}},
+//
+// Each fetch goes over the route the operation runs on and is checked and
+// classified as a Build operation's request (see Faults); statuses given
+// to a fetch are its own to handle, as Operation.Statuses are Parse's.
+//
+// # Credentials
+//
+// A site that takes an operator's key for its own API declares it in
+// Site.Secrets: the direct route's provider declares them, so its calls
+// read them with upstream.Call.Secret. The services' providers serve every
+// site and carry no site's credentials: on their routes Secret answers "",
+// so such a key must be optional, and the operation asks without it there.
 //
 // # Hosts
 //
@@ -46,7 +71,8 @@
 // site, its BaseURL is the origin (movable with MERIDIAN_UPSTREAM_<NAME>_URL
 // like every provider's), and it sends the site's Header, the request's
 // extra headers, the cookies and accept-encoding gzip, br (bodies are
-// decoded here). A request for another host goes to https://<Host> while
+// decoded here); a POST carries its body, content type and the site's
+// origin as a page's fetch() does. A request for another host goes to https://<Host> while
 // the base URL is the origin; a moved base URL (a proxy, a test server)
 // keeps receiving every request, and one for another host than the
 // origin's carries it in X-Forwarded-Host, so the default host's requests
@@ -54,7 +80,10 @@
 // one provider per service serving the operations of every site given; the
 // page they fetch is always the public URL (the request's host or the
 // origin, Path?Query), while the request goes to the service's base URL
-// (movable too). A deployment lists them in
+// (movable too). Zyte API sends a POST as httpRequestMethod with
+// httpRequestText (httpRequestBody, base64, when the body is not text) and
+// the content type as a custom request header; ScraperAPI forwards the
+// POST with its body and content type. A deployment lists them in
 // route order in adapters.All(), for example Direct(shop), Zyte(shop,
 // other), ScraperAPI(shop, other): an endpoint is then tried directly
 // first, and through the services when the site blocks Meridian.
@@ -64,7 +93,8 @@
 // The target's answer is classified the same way on every route: a page
 // the Blocked hook recognises, or a JSON request answered by an HTML page
 // with 403, 429 or 503, is Rejected (the runner fails over, it does not
-// retry); 404 and 410 are NotFound (definitive, never asked of another
+// retry), except a 429 with Retry-After, which is RateLimited whatever its
+// body; 404 and 410 are NotFound (definitive, never asked of another
 // route) unless the operation lists the status in Statuses; other statuses
 // follow upstream.StatusFault. A service's own answers follow its
 // documentation: its rate limits and quotas are RateLimited (with its
@@ -128,10 +158,22 @@ type Site struct {
 	Blocked func(*Page) (reason string, blocked bool)
 	// Operations maps endpoint keys (platform/id) to operations.
 	Operations map[string]Operation
+	// Secrets are credentials the site's own API takes (an operator's
+	// key for its front end's API, say), declared by the direct route's
+	// provider only and read with upstream.Call.Secret. The unblocking
+	// services serve every site and never carry a site's credentials: on
+	// their routes Secret answers "". Make them optional (Required false)
+	// unless the site cannot be read without them.
+	Secrets []upstream.Secret
+	// Protocol describes the direct route's protocol in words (the
+	// provider's Protocol); "" keeps the generic description.
+	Protocol string
 }
 
 // Request is one fetch an operation asks for.
 type Request struct {
+	// Method is GET ("" means GET) or POST; no other is sent.
+	Method string
 	// Path is the escaped absolute path on the site, e.g. /p/123, without
 	// query or fragment.
 	Path  string
@@ -141,7 +183,17 @@ type Request struct {
 	Host string
 	// Header holds extra headers every route forwards to the site (a
 	// referer, x-requested-with, an accept-language the answer depends on).
+	// ScraperAPI forwards a POST with its body and content type alone (its
+	// own header management stays), so a POST's Header reaches the site
+	// there only when cookies make it send a whole header set.
 	Header http.Header
+	// DirectHeader adjusts the direct route's browser for this request,
+	// over the site's Header: defaults a browser would vary (the
+	// accept-language of the page's language, the sec-fetch-site of a
+	// call to a sibling host). The services' browsers send their own;
+	// only ScraperAPI, when it must send a whole header set (keep_headers),
+	// sends the direct route's, these included.
+	DirectHeader http.Header
 	// Country is an ISO 3166-1 alpha-2 code the unblocking services fetch
 	// from ("" lets them choose). The direct route fetches from where
 	// Meridian runs.
@@ -149,6 +201,23 @@ type Request struct {
 	// JSON asks for the site's own JSON endpoint rather than an HTML page:
 	// accept is application/json.
 	JSON bool
+	// Body is a POST's body (a front end's JSON, say), sent as given; a
+	// GET has none. ContentType names its media type and is required with
+	// a body: the direct route sends it as content-type, Zyte API as a
+	// custom request header, ScraperAPI with the forwarded POST.
+	Body        []byte
+	ContentType string
+}
+
+// post reports whether r is a POST.
+func (r Request) post() bool { return r.Method == http.MethodPost }
+
+// method is r's HTTP method.
+func (r Request) method() string {
+	if r.post() {
+		return http.MethodPost
+	}
+	return http.MethodGet
 }
 
 // Page is the target's answer, whichever route fetched it.
@@ -171,7 +240,8 @@ func BlockedBody(detect func(body []byte) (reason string, blocked bool)) func(*P
 // JSON decodes the body; a body that does not decode is Malformed.
 func (p *Page) JSON(out any) error { return upstream.DecodeJSON(p.Body, out) }
 
-// Operation is one endpoint on a site.
+// Operation is one endpoint on a site: one fetch (Build and Parse), or
+// several (Run).
 type Operation struct {
 	// Build turns the call's parameters into the request to make; an error
 	// ends the attempt (an upstream.InvalidParameterFault for a parameter
@@ -182,7 +252,22 @@ type Operation struct {
 	// Statuses are non-2xx target statuses Parse handles itself (say a
 	// search endpoint's 404 for no results); others are classified first.
 	Statuses []int
+
+	// Run, instead of Build and Parse, is an operation that needs several
+	// fetches: a text resolved through the site's typeahead (remembered
+	// with c.Remembered), then the page; a lookup, then a POST. Each
+	// fetch goes over the route the operation runs on, and is checked and
+	// classified as a Build/Parse operation's: the request's host and
+	// form, then block and challenge pages and statuses (the fetch's
+	// statuses are those it handles itself, as Statuses). The route stays
+	// hidden from Run, as from Build and Parse.
+	Run func(ctx context.Context, c *upstream.Call, fetch Fetch) (any, error)
 }
+
+// Fetch gets one page over the route a Run operation runs on, classified
+// as every page is: a fault for a block, a challenge or a status other
+// than 2xx and statuses.
+type Fetch func(ctx context.Context, r Request, statuses ...int) (*Page, error)
 
 // fetchFunc gets a request's page over one route. Failures of the route
 // itself (its transport, its refusals, its envelope) are returned as
@@ -190,31 +275,49 @@ type Operation struct {
 type fetchFunc func(ctx context.Context, c *upstream.Call, s *Site, r Request) (*Page, error)
 
 // adapter runs op over one route.
-func adapter(s *Site, op Operation, fetch fetchFunc) upstream.Adapter {
+func adapter(s *Site, op Operation, get fetchFunc) upstream.Adapter {
 	return func(ctx context.Context, c *upstream.Call) (any, error) {
+		fetch := s.fetcher(c, get)
+		if op.Run != nil {
+			return op.Run(ctx, c, fetch)
+		}
 		r, err := op.Build(c)
 		if err != nil {
 			return nil, err
 		}
-		if err := r.check(); err != nil {
-			return nil, err
-		}
-		if r.Host, err = s.host(r.Host); err != nil {
-			return nil, err
-		}
-		p, err := fetch(ctx, c, s, r)
+		p, err := fetch(ctx, r, op.Statuses...)
 		if err != nil {
-			return nil, err
-		}
-		if err := s.verdict(op, r, p); err != nil {
 			return nil, err
 		}
 		return op.Parse(c, p)
 	}
 }
 
-// verdict classifies the target's answer the same way on every route.
-func (s *Site) verdict(op Operation, r Request, p *Page) error {
+// fetcher is the Fetch of one attempt over one route: the request is
+// checked, its host normalised, the page fetched and classified.
+func (s *Site) fetcher(c *upstream.Call, get fetchFunc) Fetch {
+	return func(ctx context.Context, r Request, statuses ...int) (*Page, error) {
+		if err := r.check(); err != nil {
+			return nil, err
+		}
+		var err error
+		if r.Host, err = s.host(r.Host); err != nil {
+			return nil, err
+		}
+		p, err := get(ctx, c, s, r)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.verdict(r, p, statuses); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+}
+
+// verdict classifies the target's answer the same way on every route;
+// statuses are the non-2xx ones the operation handles itself.
+func (s *Site) verdict(r Request, p *Page, statuses []int) error {
 	// The hook goes first: a challenge served as 404 must not become a
 	// definitive "not found".
 	if s.Blocked != nil {
@@ -222,10 +325,13 @@ func (s *Site) verdict(op Operation, r Request, p *Page) error {
 			return &upstream.Fault{Kind: upstream.Rejected, Status: p.Status, Reason: "the site served a block or challenge page: " + reason}
 		}
 	}
-	if (p.Status >= 200 && p.Status <= 299) || slices.Contains(op.Statuses, p.Status) {
+	if (p.Status >= 200 && p.Status <= 299) || slices.Contains(statuses, p.Status) {
 		return nil
 	}
-	if r.JSON && looksHTML(p) && (p.Status == http.StatusForbidden || p.Status == http.StatusTooManyRequests || p.Status == http.StatusServiceUnavailable) {
+	// A rate limit that says when to come back is one, whatever its body;
+	// other refusals of a JSON request in HTML are a challenge page.
+	limited := p.Status == http.StatusTooManyRequests && p.Header.Get("retry-after") != ""
+	if r.JSON && !limited && p.LooksHTML() && (p.Status == http.StatusForbidden || p.Status == http.StatusTooManyRequests || p.Status == http.StatusServiceUnavailable) {
 		return &upstream.Fault{Kind: upstream.Rejected, Status: p.Status, Reason: "the site answered a JSON request with an HTML page (a challenge)"}
 	}
 	f := upstream.StatusFault(p.Status, p.Header)
@@ -233,8 +339,9 @@ func (s *Site) verdict(op Operation, r Request, p *Page) error {
 	return f
 }
 
-// looksHTML reports whether a body is an HTML document.
-func looksHTML(p *Page) bool {
+// LooksHTML reports whether the answer is an HTML document (by its
+// content type, or a body that starts with markup).
+func (p *Page) LooksHTML() bool {
 	if strings.Contains(strings.ToLower(p.Header.Get("content-type")), "html") {
 		return true
 	}
@@ -244,6 +351,21 @@ func looksHTML(p *Page) bool {
 // check refuses a request no route can send: the operation's bug, an
 // unusable answer (502), never the caller's.
 func (r Request) check() error {
+	switch r.Method {
+	case "", http.MethodGet:
+		if len(r.Body) > 0 || r.ContentType != "" {
+			return upstream.MalformedFault("the operation built a GET with a body")
+		}
+	case http.MethodPost:
+		if len(r.Body) > 0 && r.ContentType == "" {
+			return upstream.MalformedFault("the operation built a POST body without a content type")
+		}
+		if strings.ContainsAny(r.ContentType, "\r\n") {
+			return upstream.MalformedFault("the operation built an unusable content type %q", r.ContentType)
+		}
+	default:
+		return upstream.MalformedFault("the operation built a %q request: GET and POST only", r.Method)
+	}
 	if !strings.HasPrefix(r.Path, "/") || strings.ContainsAny(r.Path, "?# \t\r\n") {
 		return upstream.MalformedFault("the operation built an unusable path %q", r.Path)
 	}
@@ -342,8 +464,11 @@ func (s *Site) validate() error {
 		return fmt.Errorf("pages: site %s has no operations", s.Name)
 	}
 	for key, op := range s.Operations {
-		if op.Build == nil || op.Parse == nil {
-			return fmt.Errorf("pages: site %s: operation %s needs Build and Parse", s.Name, key)
+		switch {
+		case op.Run != nil && (op.Build != nil || op.Parse != nil || len(op.Statuses) > 0):
+			return fmt.Errorf("pages: site %s: operation %s has Run and Build, Parse or Statuses: one or the other", s.Name, key)
+		case op.Run == nil && (op.Build == nil || op.Parse == nil):
+			return fmt.Errorf("pages: site %s: operation %s needs Build and Parse, or Run", s.Name, key)
 		}
 	}
 	return nil

@@ -19,13 +19,15 @@ const ScraperAPIName = "scraperapi"
 // ScraperAPI is the ScraperAPI route for the operations of every site
 // given: GET {base}/?api_key=KEY&url=TARGET answers with the target's own
 // body, as documented at https://docs.scraperapi.com (Making requests, API
-// status codes, Geotargeting, Custom headers).
+// status codes, Geotargeting, Custom headers); a POST goes to the same
+// address with its body and content type, which the service forwards
+// (Making POST/PUT requests).
 func ScraperAPI(sites ...*Site) *upstream.Provider {
 	return &upstream.Provider{
 		Name:  ScraperAPIName,
 		Label: "web_unblocker_b",
-		Protocol: "ScraperAPI API endpoint: GET /?api_key=…&url=… answering with the target's body; country_code for " +
-			"geotargeting, keep_headers to forward the site's headers and cookies",
+		Protocol: "ScraperAPI API endpoint: GET /?api_key=…&url=… answering with the target's body (POST with the body " +
+			"for a site's POSTs); country_code for geotargeting, keep_headers to forward the site's headers and cookies",
 		Docs:    "https://docs.scraperapi.com/responses-and-formats/api-status-codes",
 		BaseURL: "https://api.scraperapi.com",
 		Secrets: []upstream.Secret{{
@@ -51,7 +53,13 @@ func fetchScraperAPI(ctx context.Context, c *upstream.Call, s *Site, r Request) 
 		q.Set("country_code", strings.ToLower(r.Country))
 	}
 	var h http.Header
-	if len(r.Header) > 0 || len(s.Cookies) > 0 || r.JSON {
+	keep := len(r.Header) > 0 || len(s.Cookies) > 0 || r.JSON
+	if r.post() {
+		// The service forwards a POST's body and content type itself; its
+		// own headers stay unless cookies must go along.
+		keep = len(s.Cookies) > 0 || r.Header.Get("cookie") != ""
+	}
+	if keep {
 		// keep_headers makes the service send our headers instead of its
 		// own, so they must be a whole, coherent browser's set. Without it
 		// the service's header management applies, which its documentation
@@ -59,7 +67,18 @@ func fetchScraperAPI(ctx context.Context, c *upstream.Call, s *Site, r Request) 
 		q.Set("keep_headers", "true")
 		h = browserHeader(s, r)
 	}
-	resp, err := c.Get(ctx, "/", q, h)
+	if r.post() {
+		if h == nil {
+			h = http.Header{}
+		}
+		if r.JSON {
+			h.Set("accept", "application/json")
+		}
+		if r.ContentType != "" {
+			h.Set("content-type", r.ContentType)
+		}
+	}
+	resp, err := c.Send(ctx, r.method(), "/", q, h, r.Body)
 	if resp == nil {
 		// Transport faults carry no URL (upstream scrubs it): the key stays out.
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/meridian-data/meridian/shared/upstream"
 )
@@ -27,12 +28,16 @@ const serviceAttemptTimeout = 15 * time.Second
 
 // Zyte is the Zyte API route for the operations of every site given: each
 // target URL is fetched with an HTTP request (httpResponseBody), as
-// documented at https://docs.zyte.com/zyte-api/usage/reference.html.
+// documented at https://docs.zyte.com/zyte-api/usage/reference.html; a
+// POST names its method (httpRequestMethod), its body (httpRequestText,
+// or httpRequestBody in base64 when it is not text) and its content type
+// (a custom request header).
 func Zyte(sites ...*Site) *upstream.Provider {
 	return &upstream.Provider{
 		Name:  ZyteName,
 		Label: "web_unblocker_a",
 		Protocol: "Zyte API HTTP requests: POST /v1/extract (JSON) with httpResponseBody and httpResponseHeaders, " +
+			"httpRequestMethod and httpRequestText or httpRequestBody for a site's POSTs, " +
 			"HTTP Basic auth with the API key as user name, geolocation for country targeting",
 		Docs:    "https://docs.zyte.com/zyte-api/usage/reference.html",
 		BaseURL: "https://api.zyte.com",
@@ -53,6 +58,11 @@ type zyteRequest struct {
 	URL                 string `json:"url"`
 	HTTPResponseBody    bool   `json:"httpResponseBody"`
 	HTTPResponseHeaders bool   `json:"httpResponseHeaders"`
+	// HTTPRequestMethod is POST for a POST (GET is the default); its body
+	// is HTTPRequestText when text, else HTTPRequestBody (base64).
+	HTTPRequestMethod string `json:"httpRequestMethod,omitempty"`
+	HTTPRequestText   string `json:"httpRequestText,omitempty"`
+	HTTPRequestBody   string `json:"httpRequestBody,omitempty"`
 	// Geolocation is an ISO 3166-1 alpha-2 code in upper case.
 	Geolocation              string       `json:"geolocation,omitempty"`
 	CustomHTTPRequestHeaders []zyteHeader `json:"customHttpRequestHeaders,omitempty"`
@@ -104,6 +114,19 @@ func fetchZyte(ctx context.Context, c *upstream.Call, s *Site, r Request) (*Page
 	}
 	if r.JSON && extra.Get("accept") == "" {
 		extra.Set("accept", "application/json")
+	}
+	if r.post() {
+		body.HTTPRequestMethod = http.MethodPost
+		switch {
+		case len(r.Body) == 0:
+		case textual(r.ContentType) && utf8.Valid(r.Body):
+			body.HTTPRequestText = string(r.Body)
+		default:
+			body.HTTPRequestBody = base64.StdEncoding.EncodeToString(r.Body)
+		}
+		if r.ContentType != "" {
+			extra.Set("content-type", r.ContentType)
+		}
 	}
 	cookieLine := extra.Get("cookie")
 	extra.Del("cookie")
@@ -210,6 +233,16 @@ func zyteFault(resp *upstream.Response, key string) *upstream.Fault {
 		f.Reason += " (" + snippet([]byte(p.Type), key) + ")"
 	}
 	return f
+}
+
+// textual reports whether a media type is text Zyte API can take as
+// httpRequestText (UTF-8): text/*, JSON, XML and form bodies.
+func textual(contentType string) bool {
+	mt, _, _ := strings.Cut(strings.ToLower(contentType), ";")
+	mt = strings.TrimSpace(mt)
+	return strings.HasPrefix(mt, "text/") || mt == "application/json" || strings.HasSuffix(mt, "+json") ||
+		mt == "application/xml" || strings.HasSuffix(mt, "+xml") || mt == "application/x-www-form-urlencoded" ||
+		mt == "application/graphql"
 }
 
 // sortedKeys keeps request bodies deterministic (fixtures match on them).

@@ -293,7 +293,7 @@ func (f fetcher) attractions(ctx context.Context, c *upstream.Call) (any, error)
 	h.Set("Referer", Origin+"/attractions/searchresults.html?dest_id="+url.QueryEscape(ufi))
 	h.Set("X-Booking-Topic", "capla_browser_b-attractions-product-frontend-capla")
 	h.Set("X-Booking-Site-Type-Id", "1")
-	p, err := f.post(ctx, c, postReq{path: graphqlPath, query: q, header: h, body: body, lang: lang})
+	p, err := f.post(ctx, postReq{path: graphqlPath, query: q, header: h, body: body, lang: lang})
 	if err != nil {
 		return nil, err
 	}

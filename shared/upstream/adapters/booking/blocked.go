@@ -29,7 +29,7 @@ func blocked(p *pages.Page) (string, bool) {
 		(p.Status == http.StatusAccepted || p.Status == http.StatusMethodNotAllowed || !titled) {
 		return "AWS WAF challenge (" + signal + ")", true
 	}
-	if p.Status == http.StatusAccepted && looksHTML(p) {
+	if p.Status == http.StatusAccepted && p.LooksHTML() {
 		return "an HTML page answered as 202 (a challenge)", true
 	}
 	return htmldata.Challenge(p.Body)

@@ -33,20 +33,20 @@
 // site's partner API (shared/upstream/adapters/bookingdemand) where its
 // credentials are configured.
 //
-// # Why not a plain pages.Site
+// # One site, several fetches
 //
-// Two things pages.Operation does not do are needed here: a JSON POST (the
-// autocomplete and the GraphQL take bodies) and a call in two fetches (a
-// text or a hotel number resolved first, remembered, then the search or the
-// page). So each endpoint is a composite adapter per route: HTML pages are
-// still fetched by the pages layer (a one-operation Site whose request is
-// given in the call's parameters, so blocks, statuses and decoding are
-// classified as for every site), and JSON POSTs by post.go, which speaks
-// each route's protocol (Zyte API's httpRequestMethod and httpRequestText,
-// ScraperAPI's forwarded POST) with the same fault mapping. Direct is the
-// site's own provider; AddToZyte and AddToScraperAPI put the endpoints on
-// the shared service providers, so their names, keys and base URLs stay
-// theirs.
+// booking.Site() is a pages.Site like every other, read directly, then
+// through Zyte API and ScraperAPI (the integrator lists it in Sites()).
+// Locations is one POST (Build and Parse); the other operations are Run
+// operations of two fetches on the route they run on: a location text or
+// a hotel number resolved first and remembered, then the GraphQL POST,
+// the results page or the hotel page. The pages layer speaks each
+// route's protocol for the POSTs too (Zyte API's httpRequestMethod and
+// httpRequestText, ScraperAPI's forwarded POST) and classifies every
+// answer the same way. The accept-language of the requested language and
+// the sec-fetch-site of the autocomplete's sibling host are the direct
+// route's browser's only (Request.DirectHeader); the lang parameter
+// decides the language on every route.
 //
 // Resolutions are remembered per route (upstream.Call.Remembered keys by
 // provider): a text one route resolved is resolved once more on another.
@@ -93,134 +93,74 @@ const (
 	hotelPathTTL   = 30 * 24 * time.Hour
 )
 
-// pageOp is the one pages.Operation of the internal site: a GET whose
-// request travels in the call's parameters (see getReq).
-const pageOp = "booking#page"
-
-// site is Booking.com as the pages layer reads its HTML pages.
-func site() *pages.Site {
+// Site is Booking.com's public front end with its four operations. The
+// integrator lists it in adapters.Sites(), after the partner API's
+// provider (bookingdemand) in route order.
+func Site() *pages.Site {
 	return &pages.Site{
 		Name:    Name,
 		Origin:  Origin,
 		Hosts:   []string{"www.booking.com", "booking.com", AutocompleteHost},
 		Header:  pages.BrowserHeader("en-GB,en;q=0.9"),
 		Blocked: blocked,
+		Protocol: "Booking.com's public front end over HTTPS with browser-like headers: the destination autocomplete " +
+			"(POST accommodations.booking.com/autocomplete.json), the attractions GraphQL (POST /dml/graphql, SearchProducts), " +
+			"the search results page's Apollo data and the hotel page's JSON-LD and booking.env",
 		Operations: map[string]pages.Operation{
-			pageOp: {Build: buildGet, Parse: func(_ *upstream.Call, p *pages.Page) (any, error) { return p, nil }},
+			LocationsEndpoint:    {Build: locationsRequest, Parse: parseLocations},
+			AttractionsEndpoint:  {Run: run(fetcher.attractions)},
+			SearchHotelsEndpoint: {Run: run(fetcher.searchHotels)},
+			HotelEndpoint:        {Run: run(fetcher.hotel)},
 		},
 	}
 }
 
-// route is one way of fetching the site.
-type route int
-
-const (
-	direct route = iota
-	zyte
-	scraperAPI
-)
-
-// fetcher fetches the site's pages and JSON on one route.
-type fetcher struct {
-	route route
-	// page is the pages layer's adapter of pageOp on this route.
-	page upstream.Adapter
-}
-
-// Direct is the site's own route: the provider "booking", whose base URL
-// is the origin (MERIDIAN_UPSTREAM_BOOKING_URL moves it; a request for the
-// autocomplete host then carries X-Forwarded-Host). It needs no
-// credentials.
-func Direct() *upstream.Provider {
-	p := pages.Direct(site())
-	p.Protocol = "Booking.com's public front end over HTTPS with browser-like headers: the destination autocomplete " +
-		"(POST accommodations.booking.com/autocomplete.json), the attractions GraphQL (POST /dml/graphql, SearchProducts), " +
-		"the search results page's Apollo data and the hotel page's JSON-LD and booking.env"
-	p.Docs = Origin
-	p.Endpoints = endpoints(fetcher{route: direct, page: p.Endpoints[pageOp]})
-	return p
-}
-
-// AddToZyte adds the endpoints to the Zyte API route p (pages.Zyte(…)) and
-// returns p.
-func AddToZyte(p *upstream.Provider) *upstream.Provider {
-	return mount(p, fetcher{route: zyte, page: pages.Zyte(site()).Endpoints[pageOp]})
-}
-
-// AddToScraperAPI adds the endpoints to the ScraperAPI route p
-// (pages.ScraperAPI(…)) and returns p.
-func AddToScraperAPI(p *upstream.Provider) *upstream.Provider {
-	return mount(p, fetcher{route: scraperAPI, page: pages.ScraperAPI(site()).Endpoints[pageOp]})
-}
-
-func mount(p *upstream.Provider, f fetcher) *upstream.Provider {
-	if p.Endpoints == nil {
-		p.Endpoints = map[string]upstream.Adapter{}
-	}
-	for key, a := range endpoints(f) {
-		if _, dup := p.Endpoints[key]; dup {
-			panic("booking: " + p.Name + " already serves " + key)
-		}
-		p.Endpoints[key] = a
-	}
-	return p
-}
-
-// endpoints are the four operations on one route.
-func endpoints(f fetcher) map[string]upstream.Adapter {
-	return map[string]upstream.Adapter{
-		LocationsEndpoint:    f.locations,
-		AttractionsEndpoint:  f.attractions,
-		SearchHotelsEndpoint: f.searchHotels,
-		HotelEndpoint:        f.hotel,
+// run adapts an operation of several fetches to pages.Operation.Run.
+func run(op func(fetcher, context.Context, *upstream.Call) (any, error)) func(context.Context, *upstream.Call, pages.Fetch) (any, error) {
+	return func(ctx context.Context, c *upstream.Call, fetch pages.Fetch) (any, error) {
+		return op(fetcher{fetch: fetch}, ctx, c)
 	}
 }
 
-// The parameters that carry a GET through the pages layer. They are set
-// on a copy of the call by get, never by a caller: the registry refuses
-// undeclared names before any adapter runs.
-const (
-	paramPath  = "\x00path"
-	paramQuery = "\x00query"
-	paramLang  = "\x00accept-language"
-)
+// fetcher fetches the site's pages and JSON on the route an operation
+// runs on.
+type fetcher struct{ fetch pages.Fetch }
 
-// buildGet is pageOp's Build: the request get put in the parameters.
-func buildGet(c *upstream.Call) (pages.Request, error) {
-	r := pages.Request{Path: c.Params[paramPath]}
-	if raw := c.Params[paramQuery]; raw != "" {
-		q, err := parseQuery(raw)
-		if err != nil {
-			return r, upstream.MalformedFault("unusable page query: %v", err)
-		}
-		r.Query = q
-	}
-	if al := c.Params[paramLang]; al != "" {
-		r.Header = http.Header{"Accept-Language": {al}}
-	}
-	return r, nil
+// get fetches a page of www.booking.com; the pages layer classifies
+// blocks, statuses and encodings. The direct route's browser asks for the
+// page's language; the services send a browser's headers of their own
+// (custom ones weaken their ban avoidance), and the page's lang parameter
+// decides its language on every route.
+func (f fetcher) get(ctx context.Context, path string, query url.Values, lang string) (*pages.Page, error) {
+	return f.fetch(ctx, pages.Request{Path: path, Query: query, DirectHeader: http.Header{"Accept-Language": {acceptLanguage(lang)}}})
 }
 
-// get fetches a page of www.booking.com on f's route; the pages layer
-// classifies blocks, statuses and encodings.
-func (f fetcher) get(ctx context.Context, c *upstream.Call, path string, query url.Values, lang string) (*pages.Page, error) {
-	cc := *c
-	cc.Params = map[string]string{paramPath: path, paramQuery: encodeQuery(query)}
-	if f.route == direct {
-		// The services send a browser's headers of their own (custom ones
-		// weaken their ban avoidance); the page's lang parameter decides
-		// its language on every route.
-		cc.Params[paramLang] = acceptLanguage(lang)
+// postReq is a JSON POST the site's own front end makes.
+type postReq struct {
+	host  string // "" for www.booking.com
+	path  string
+	query url.Values
+	// header holds what the site's fetch sends beyond a browser's defaults
+	// (its referer, its own x-booking-* headers).
+	header http.Header
+	body   []byte
+	lang   string
+}
+
+// request is r as the pages layer sends it: the front end's fetch() from
+// a www.booking.com page, same-site for the autocomplete's host.
+func (r postReq) request() pages.Request {
+	browser := http.Header{"Accept-Language": {acceptLanguage(r.lang)}}
+	if r.host != "" {
+		browser.Set("Sec-Fetch-Site", "same-site")
 	}
-	v, err := f.page(ctx, &cc)
-	if err != nil {
-		return nil, err
-	}
-	p, ok := v.(*pages.Page)
-	if !ok {
-		return nil, upstream.MalformedFault("the page route answered %T", v)
-	}
-	return p, nil
+	return pages.Request{Method: http.MethodPost, Host: r.host, Path: r.path, Query: r.query, Header: r.header,
+		DirectHeader: browser, JSON: true, Body: r.body, ContentType: "application/json"}
+}
+
+// post sends r; the pages layer classifies the answer.
+func (f fetcher) post(ctx context.Context, r postReq) (*pages.Page, error) {
+	return f.fetch(ctx, r.request())
 }
 
 // trimmed is s without surrounding space, nil when empty.

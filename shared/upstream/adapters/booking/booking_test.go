@@ -34,7 +34,7 @@ const stay = "checkin=2026-12-01&checkout=2026-12-03"
 
 func direct(t *testing.T) *adaptertest.Upstream {
 	t.Helper()
-	return adaptertest.StartWith(t, booking.Direct(), nil, options())
+	return adaptertest.StartWith(t, pages.Direct(booking.Site()), nil, options())
 }
 
 // requests are the replay upstream's requests for path, in order.
@@ -596,7 +596,7 @@ func startRoutes(t *testing.T, s *services, directURL string, providers ...*upst
 		settings["MERIDIAN_UPSTREAM_BOOKING_URL"] = directURL
 	}
 	if len(providers) == 0 {
-		providers = []*upstream.Provider{booking.Direct(), booking.AddToZyte(pages.Zyte()), booking.AddToScraperAPI(pages.ScraperAPI())}
+		providers = []*upstream.Provider{pages.Direct(booking.Site()), pages.Zyte(booking.Site()), pages.ScraperAPI(booking.Site())}
 	}
 	u := adaptertest.StartRoutes(t, providers, settings, options())
 	s.rep = u.Replay
@@ -609,9 +609,9 @@ func TestServiceRoutes(t *testing.T) {
 	for _, route := range []string{pages.ZyteName, pages.ScraperAPIName} {
 		t.Run(route, func(t *testing.T) {
 			s := &services{}
-			p := booking.AddToZyte(pages.Zyte())
+			p := pages.Zyte(booking.Site())
 			if route == pages.ScraperAPIName {
-				p = booking.AddToScraperAPI(pages.ScraperAPI())
+				p = pages.ScraperAPI(booking.Site())
 			}
 			u := startRoutes(t, s, "", p)
 			for _, c := range []struct{ endpoint, query, golden string }{
@@ -634,7 +634,7 @@ func TestServiceRoutes(t *testing.T) {
 // their bodies as text.
 func TestZyteRequests(t *testing.T) {
 	s := &services{}
-	u := startRoutes(t, s, "", booking.AddToZyte(pages.Zyte()))
+	u := startRoutes(t, s, "", pages.Zyte(booking.Site()))
 	if out := u.Serve(t, booking.AttractionsEndpoint, "location=Lisbon&currency=EUR"); out.Fault != nil {
 		t.Fatal(out.Fault)
 	}
@@ -699,18 +699,18 @@ func TestFailover(t *testing.T) {
 }
 
 func TestProviders(t *testing.T) {
-	d := booking.Direct()
+	d := pages.Direct(booking.Site())
 	if d.Name != booking.Name || d.BaseURL != booking.Origin || len(d.Secrets) != 0 || len(d.Endpoints) != 4 {
 		t.Fatalf("direct provider %+v", d)
 	}
-	z := booking.AddToZyte(pages.Zyte())
+	z := pages.Zyte(booking.Site())
 	if z.Name != pages.ZyteName || len(z.Endpoints) != 4 {
 		t.Fatalf("zyte provider %s with %d endpoints", z.Name, len(z.Endpoints))
 	}
 	defer func() {
 		if recover() == nil {
-			t.Fatal("adding the endpoints twice did not panic")
+			t.Fatal("serving the endpoints twice did not panic")
 		}
 	}()
-	booking.AddToZyte(z)
+	pages.Zyte(booking.Site(), booking.Site())
 }

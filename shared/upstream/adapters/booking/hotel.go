@@ -153,7 +153,7 @@ func (f fetcher) hotel(ctx context.Context, c *upstream.Call) (any, error) {
 	}
 	q := url.Values{}
 	s.query(q, lang, cur)
-	p, err := f.get(ctx, c, path, q, lang)
+	p, err := f.get(ctx, path, q, lang)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func (f fetcher) hotel(ctx context.Context, c *upstream.Call) (any, error) {
 // is asked once and its answer remembered.
 func (f fetcher) hotelPath(ctx context.Context, c *upstream.Call, id string, s stay, lang, cur string) (string, error) {
 	path, err := c.Remembered(ctx, "hotel-path|"+id, hotelPathTTL, func(ctx context.Context) (string, error) {
-		res, _, err := f.searchResults(ctx, c, resultsQuery(destination{ID: id, Type: "hotel"}, s, lang, cur, 0, ""), lang)
+		res, _, err := f.searchResults(ctx, resultsQuery(destination{ID: id, Type: "hotel"}, s, lang, cur, 0, ""), lang)
 		if err != nil {
 			return "", err
 		}

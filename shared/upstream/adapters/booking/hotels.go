@@ -146,8 +146,8 @@ func resultsQuery(d destination, s stay, lang, cur string, offset int, order str
 }
 
 // searchResults fetches a results page and reads its cached search.
-func (f fetcher) searchResults(ctx context.Context, c *upstream.Call, q url.Values, lang string) (srOutput, *pages.Page, error) {
-	p, err := f.get(ctx, c, resultsPath, q, lang)
+func (f fetcher) searchResults(ctx context.Context, q url.Values, lang string) (srOutput, *pages.Page, error) {
+	p, err := f.get(ctx, resultsPath, q, lang)
 	if err != nil {
 		return srOutput{}, nil, err
 	}
@@ -239,7 +239,7 @@ func (f fetcher) searchHotels(ctx context.Context, c *upstream.Call) (any, error
 	pg := page(c)
 	cur := currency(c)
 	order := strings.TrimSpace(c.Param("sort"))
-	res, _, err := f.searchResults(ctx, c, resultsQuery(d, s, lang, cur, (pg-1)*resultsPageSize, order), lang)
+	res, _, err := f.searchResults(ctx, resultsQuery(d, s, lang, cur, (pg-1)*resultsPageSize, order), lang)
 	if err != nil {
 		return nil, err
 	}

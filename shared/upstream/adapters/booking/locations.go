@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/pages"
 )
 
 // The autocomplete the site's search box calls.
@@ -93,18 +94,33 @@ func parseDestination(s string) (destination, error) {
 	return destination{ID: id, Type: typ}, nil
 }
 
-// autocomplete asks the site for up to size destinations matching text.
-func (f fetcher) autocomplete(ctx context.Context, c *upstream.Call, text, lang string, size int) ([]suggestion, error) {
+// autocompleteRequest asks the site for up to size destinations matching
+// text.
+func autocompleteRequest(text, lang string, size int) (pages.Request, error) {
 	body, err := json.Marshal(map[string]any{"query": text, "language": lang, "size": size})
 	if err != nil {
-		return nil, err
+		return pages.Request{}, err
 	}
 	h := http.Header{}
 	h.Set("Referer", Origin+"/")
-	p, err := f.post(ctx, c, postReq{host: AutocompleteHost, path: autocompletePath, header: h, body: body, lang: lang})
+	return postReq{host: AutocompleteHost, path: autocompletePath, header: h, body: body, lang: lang}.request(), nil
+}
+
+// autocomplete asks the site for up to size destinations matching text.
+func (f fetcher) autocomplete(ctx context.Context, text, lang string, size int) ([]suggestion, error) {
+	r, err := autocompleteRequest(text, lang, size)
 	if err != nil {
 		return nil, err
 	}
+	p, err := f.fetch(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return suggestions(p)
+}
+
+// suggestions reads the autocomplete's answer.
+func suggestions(p *pages.Page) ([]suggestion, error) {
 	var out struct {
 		Results *[]json.RawMessage `json:"results"`
 	}
@@ -154,18 +170,29 @@ type Location struct {
 	Platform      string   `json:"platform"`
 }
 
-// locations serves travel_booking/locations.
-func (f fetcher) locations(ctx context.Context, c *upstream.Call) (any, error) {
-	query := strings.TrimSpace(c.Param("query"))
+// locationsLimit is the number of destinations asked for, 10 by default.
+func locationsLimit(c *upstream.Call) int {
 	limit, err := strconv.Atoi(c.Param("limit"))
 	if err != nil || limit < 1 {
 		limit = 10
 	}
+	return limit
+}
+
+// locationsRequest is travel_booking/locations' autocomplete request.
+func locationsRequest(c *upstream.Call) (pages.Request, error) {
 	lang, err := language(c)
 	if err != nil {
-		return nil, err
+		return pages.Request{}, err
 	}
-	list, err := f.autocomplete(ctx, c, query, lang, limit)
+	return autocompleteRequest(strings.TrimSpace(c.Param("query")), lang, locationsLimit(c))
+}
+
+// parseLocations maps travel_booking/locations' suggestions.
+func parseLocations(c *upstream.Call, p *pages.Page) (any, error) {
+	query := strings.TrimSpace(c.Param("query"))
+	limit := locationsLimit(c)
+	list, err := suggestions(p)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +225,7 @@ func (f fetcher) locations(ctx context.Context, c *upstream.Call) (any, error) {
 func (f fetcher) resolve(ctx context.Context, c *upstream.Call, text, lang string) (destination, error) {
 	key := "destination|" + lang + "|" + normalise(text)
 	raw, err := c.Remembered(ctx, key, destinationTTL, func(ctx context.Context) (string, error) {
-		list, err := f.autocomplete(ctx, c, strings.TrimSpace(text), lang, 10)
+		list, err := f.autocomplete(ctx, strings.TrimSpace(text), lang, 10)
 		if err != nil {
 			return "", err
 		}

@@ -129,10 +129,5 @@ func (s stay) query(q url.Values, lang, cur string) {
 	}
 }
 
-// encodeQuery and parseQuery carry a query through the call's parameters.
-func encodeQuery(q url.Values) string { return q.Encode() }
-
-func parseQuery(raw string) (url.Values, error) { return url.ParseQuery(raw) }
-
 // normalise is a text as remembered: lowercase, single spaces.
 func normalise(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }

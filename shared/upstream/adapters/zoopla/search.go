@@ -50,9 +50,8 @@ func searchRequest(c *upstream.Call) (pages.Request, error) {
 	label := strings.Join(strings.Fields(c.Param("label")), " ")
 	if id == "" {
 		if strings.TrimSpace(c.Param("location")) != "" {
-			// Wire resolves the text before this runs; a route built
-			// without it is the integrator's bug, not the caller's.
-			return pages.Request{}, upstream.MalformedFault("search-sale's location text was not resolved: the route is not wired (zoopla.Wire)")
+			// runSearch resolves the text before this runs.
+			return pages.Request{}, upstream.MalformedFault("search-sale's location text was not resolved")
 		}
 		// No area at all (spec 4.7 requires none): the whole country.
 		id, label = nationwide, nationwideLabel

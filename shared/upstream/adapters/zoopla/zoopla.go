@@ -31,8 +31,11 @@
 // (/for-sale/property/<identifier>/, with slashes for nested areas and
 // stations: "station/greenwich") and the label its q parameter. The API
 // wants an x-api-key header: the key Zoopla's own apps embed is never
-// shipped here, so the operator's own key (MERIDIAN_ZOOPLA_API_KEY) is sent
-// when one is configured, and the request goes without one otherwise. The
+// shipped here, so the operator's own key (MERIDIAN_ZOOPLA_API_KEY, one of
+// the Site's Secrets, which only the direct route declares) is sent when
+// one is configured on the direct route; otherwise, and always on the
+// unblocking services (which carry no site's credentials), the request
+// goes without one. The
 // query is sent as a GraphQL GET (operationName, variables, query in the
 // URL, per the GraphQL-over-HTTP convention), because every page-fetch
 // route fetches URLs.
@@ -56,8 +59,9 @@
 // through the typeahead on the same route and remembered
 // (upstream.Call.Remembered, keyed by the normalised text and the site's
 // locale, en-GB, kept for 30 days in the store shared by every instance),
-// so a second search of "Bath" asks no typeahead: Wire puts that step in
-// front of every route's search-sale. With neither an identifier nor text
+// so a second search of "Bath" asks no typeahead: search-sale is a Run
+// operation, the typeahead and then the search page fetched on the route
+// it runs on. With neither an identifier nor text
 // (spec 4.7 requires no parameter) the search is the site's nationwide
 // one, /for-sale/property/uk/?q=UK, which the portal caps.
 package zoopla
@@ -65,7 +69,6 @@ package zoopla
 import (
 	"context"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -98,8 +101,8 @@ const (
 )
 
 // Site is Zoopla, with both operations. The integrator lists
-// pages.Direct(Site()) among the direct routes, passes Site() to
-// pages.Zyte and pages.ScraperAPI, and calls Wire on the providers.
+// pages.Direct(Site()) among the direct routes and passes Site() to
+// pages.Zyte and pages.ScraperAPI.
 func Site() *pages.Site {
 	return &pages.Site{
 		Name:    Name,
@@ -109,13 +112,16 @@ func Site() *pages.Site {
 		Blocked: pages.BlockedBody(htmldata.Challenge),
 		Operations: map[string]pages.Operation{
 			LocationsEndpoint: {Build: locationsRequest, Parse: parseLocations},
-			SearchEndpoint:    {Build: searchRequest, Parse: parseSearch},
+			SearchEndpoint:    {Run: runSearch},
 		},
+		// The key is the direct route's only: the unblocking services serve
+		// every site, and their providers carry no site's credentials.
+		Secrets: []upstream.Secret{keySecret},
 	}
 }
 
-// keySecret declares the operator's GraphQL key on a route: optional, so
-// the routes stay eligible without it.
+// keySecret declares the operator's GraphQL key on the direct route:
+// optional, so the route stays eligible without it.
 var keySecret = upstream.Secret{
 	Name: KeySecret,
 	Doc: "Optional: the operator's own API key for Zoopla's GraphQL API, sent as x-api-key with the location " +
@@ -123,41 +129,13 @@ var keySecret = upstream.Secret{
 		"asked without a key, which the API may refuse; search-sale with an identifier needs no key.",
 }
 
-// Wire prepares every provider serving Zoopla's operations (the direct
-// route and the unblocking services): search-sale resolves location text
-// through the same route's typeahead first, remembered across calls, and
-// the direct route reads the operator's GraphQL key. Providers of other sites are
-// left as they are. The integrator calls it once on adapters.All()'s list.
-func Wire(providers []*upstream.Provider) {
-	for _, p := range providers {
-		search, ok := p.Endpoints[SearchEndpoint]
-		lookup, ok2 := p.Endpoints[LocationsEndpoint]
-		if !ok || !ok2 {
-			continue
-		}
-		p.Endpoints[SearchEndpoint] = resolving(lookup, search)
-		// The key is the direct route's only: the unblocking services serve
-		// every site, and their providers carry no site's credentials.
-		if p.Name == Name && !slices.ContainsFunc(p.Secrets, func(s upstream.Secret) bool { return s.Name == KeySecret }) {
-			p.Secrets = append(p.Secrets, keySecret)
-		}
-	}
-}
-
-// resolving runs search-sale with an area: the caller's identifier, or the
-// remembered (else freshly looked up) resolution of the location text;
-// with neither, the search is nationwide.
-func resolving(lookup, search upstream.Adapter) upstream.Adapter {
-	return func(ctx context.Context, c *upstream.Call) (any, error) {
-		if strings.TrimSpace(c.Param("identifier")) != "" {
-			return search(ctx, c)
-		}
-		text := normalise(c.Param("location"))
-		if text == "" {
-			return search(ctx, c) // no area: the nationwide search
-		}
+// runSearch runs search-sale with an area: the caller's identifier, or
+// the remembered (else freshly looked up) resolution of the location text
+// on the same route; with neither, the search is nationwide.
+func runSearch(ctx context.Context, c *upstream.Call, fetch pages.Fetch) (any, error) {
+	if text := normalise(c.Param("location")); strings.TrimSpace(c.Param("identifier")) == "" && text != "" {
 		v, err := c.Remembered(ctx, memoKey(text), resolutionTTL, func(ctx context.Context) (string, error) {
-			a, err := resolve(ctx, c, lookup, text)
+			a, err := resolve(ctx, c, fetch, text)
 			if err != nil {
 				return "", err
 			}
@@ -167,8 +145,17 @@ func resolving(lookup, search upstream.Adapter) upstream.Adapter {
 			return nil, err
 		}
 		id, label, _ := strings.Cut(v, "\n")
-		return search(ctx, withParams(c, map[string]string{"identifier": id, "label": label}))
+		c = withParams(c, map[string]string{"identifier": id, "label": label})
 	}
+	r, err := searchRequest(c)
+	if err != nil {
+		return nil, err
+	}
+	p, err := fetch(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return parseSearch(c, p)
 }
 
 // memoKey is the remembered resolution's key: the site's locale and the
@@ -181,9 +168,19 @@ func normalise(s string) string { return strings.ToLower(strings.Join(strings.Fi
 // area is one resolved area.
 type area struct{ identifier, label string }
 
-// resolve asks the route's typeahead for the text and picks the area.
-func resolve(ctx context.Context, c *upstream.Call, lookup upstream.Adapter, text string) (area, error) {
-	out, err := lookup(ctx, withParams(c, map[string]string{"query": text, "limit": "10"}))
+// resolve asks the route's typeahead for the text, as
+// property_portal/locations does, and picks the area.
+func resolve(ctx context.Context, c *upstream.Call, fetch pages.Fetch, text string) (area, error) {
+	lc := withParams(c, map[string]string{"query": text, "limit": "10"})
+	r, err := locationsRequest(lc)
+	if err != nil {
+		return area{}, err
+	}
+	p, err := fetch(ctx, r)
+	if err != nil {
+		return area{}, err
+	}
+	out, err := parseLocations(lc, p)
 	if err != nil {
 		return area{}, err
 	}

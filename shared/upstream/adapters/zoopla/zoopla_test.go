@@ -20,11 +20,10 @@ const (
 	search    = zoopla.SearchEndpoint
 )
 
-// direct is the site's own route, wired as adapters.All() wires it.
+// direct is the site's own route, as adapters.All() lists it.
 func direct(t *testing.T, secrets map[string]string) *adaptertest.Upstream {
 	t.Helper()
 	p := pages.Direct(zoopla.Site())
-	zoopla.Wire([]*upstream.Provider{p})
 	return adaptertest.StartRoutes(t, []*upstream.Provider{p}, secrets, adaptertest.Options)
 }
 
@@ -363,7 +362,6 @@ func TestSearchFaults(t *testing.T) {
 func TestFailover(t *testing.T) {
 	site := zoopla.Site()
 	providers := []*upstream.Provider{pages.Direct(site), pages.Zyte(site), pages.ScraperAPI(site)}
-	zoopla.Wire(providers)
 	u := adaptertest.StartRoutes(t, providers, nil, adaptertest.Options)
 
 	out := u.Serve(t, search, "identifier=blocked-town&label=Blocked+Town,+Kent")
@@ -399,7 +397,6 @@ func TestFailover(t *testing.T) {
 // (the API's host, as a URL), and its answer is remembered there.
 func TestResolutionThroughZyte(t *testing.T) {
 	p := pages.Zyte(zoopla.Site())
-	zoopla.Wire([]*upstream.Provider{p})
 	u := adaptertest.StartRoutes(t, []*upstream.Provider{p}, nil, adaptertest.Options)
 	out := u.Serve(t, search, "location=Blocked+Town")
 	if out.Fault != nil {
@@ -422,26 +419,26 @@ func TestResolutionThroughZyte(t *testing.T) {
 	}
 }
 
-// A route built without Wire cannot resolve text: the integrator's bug.
-func TestUnwiredRoute(t *testing.T) {
+// A route as pages builds it resolves text itself (no wiring step), and
+// an identifier needs no typeahead.
+func TestPlainRoute(t *testing.T) {
 	u := adaptertest.Start(t, pages.Direct(zoopla.Site()), nil)
-	u.Fault(t, search, "location=Bath", upstream.Malformed)
+	if out := u.Serve(t, search, "location=Bath"); out.Fault != nil {
+		t.Fatal(out.Fault)
+	}
 	adaptertest.MatchesGolden(t, search, u.Serve(t, search, "identifier=bath&label=Bath,+Somerset"), zoopla.Name, "search-bath")
 }
 
-// Wire touches only the providers serving the portal, once.
-func TestWire(t *testing.T) {
-	other := &upstream.Provider{Name: "other", Endpoints: map[string]upstream.Adapter{"x/y": nil}}
+// The operator's key is the direct route's only, and optional.
+func TestKeyOnTheDirectRouteOnly(t *testing.T) {
 	p := pages.Direct(zoopla.Site())
-	zoopla.Wire([]*upstream.Provider{other, p})
-	zoopla.Wire([]*upstream.Provider{other, p})
-	if len(other.Secrets) != 0 || len(p.Secrets) != 1 || p.Secrets[0].Name != zoopla.KeySecret || p.Secrets[0].Required {
-		t.Fatalf("secrets: other %v, zoopla %v", other.Secrets, p.Secrets)
+	if len(p.Secrets) != 1 || p.Secrets[0].Name != zoopla.KeySecret || p.Secrets[0].Required {
+		t.Fatalf("secrets: zoopla %v", p.Secrets)
 	}
-	zyte := pages.Zyte(zoopla.Site())
-	zoopla.Wire([]*upstream.Provider{zyte})
-	if slices.ContainsFunc(zyte.Secrets, func(s upstream.Secret) bool { return s.Name == zoopla.KeySecret }) {
-		t.Fatalf("a service route carries the site's key: %v", zyte.Secrets)
+	for _, svc := range []*upstream.Provider{pages.Zyte(zoopla.Site()), pages.ScraperAPI(zoopla.Site())} {
+		if slices.ContainsFunc(svc.Secrets, func(s upstream.Secret) bool { return s.Name == zoopla.KeySecret }) {
+			t.Fatalf("a service route carries the site's key: %v", svc.Secrets)
+		}
 	}
 }
 
