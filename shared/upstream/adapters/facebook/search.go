@@ -57,7 +57,8 @@ const quotaWait = time.Hour
 // SearchProvider is the people and event search route.
 func SearchProvider() *upstream.Provider {
 	return &upstream.Provider{
-		Name: SearchName,
+		Name:  SearchName,
+		Label: "data_provider_c", // a third-party service: never named in answers
 		Protocol: "Facebook Scraper3 API on RapidAPI (JSON over HTTPS, X-RapidAPI-Key and X-RapidAPI-Host): " +
 			"GET /search/people and /search/events with query and cursor",
 		Docs:    "https://rapidapi.com/krasnoludkolo/api/facebook-scraper3",

@@ -54,7 +54,8 @@ const attemptTimeout = 20 * time.Second
 // Provider is the HarvestAPI provider; it needs the operator's key.
 func Provider() *upstream.Provider {
 	return &upstream.Provider{
-		Name: "harvestapi",
+		Name:  "harvestapi",
+		Label: "data_provider_a", // a third-party service: never named in answers
 		Protocol: "HarvestAPI LinkedIn API (JSON, X-API-Key): profile search (GET /linkedin/profile-search) and " +
 			"location id search (GET /linkedin/geo-id-search)",
 		Docs:           "https://docs.harvest-api.com/linkedin-api-reference/profile/search",

@@ -43,6 +43,7 @@ const ViewerSecret = "MERIDIAN_LIX_VIEWER_ID"
 func Provider() *upstream.Provider {
 	return &upstream.Provider{
 		Name:     "lix_api",
+		Label:    "data_provider_b", // a third-party service: never named in answers
 		Protocol: "Lix API (JSON, Authorization: API key): Search Facet Typeahead (GET /v1/search/sales/facet) for geography, schools and industries",
 		Docs:     "https://lix-it.com/docs",
 		BaseURL:  "https://api.lix-it.com",
