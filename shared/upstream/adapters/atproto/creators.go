@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/creator"
 )
 
 const (
@@ -153,13 +154,10 @@ type feedViewPost struct {
 
 // postsData is the data of microblog_a/posts
 // (shared/schemas/data/microblog_a__posts.json).
-type postsData struct {
-	Items    []postItem `json:"items"`
-	Count    int        `json:"count"`
-	Cursor   *string    `json:"cursor"`
-	HasMore  bool       `json:"has_more"`
-	Warnings []string   `json:"_warnings,omitempty"`
-}
+// has_more is always known. The items are the platform's own rather than
+// creator.Post: their counters are the source's numbers passed through as
+// it wrote them, and they carry the source's record ids first.
+type postsData = creator.Page[postItem]
 
 type postItem struct {
 	ID           *string      `json:"id"`
@@ -233,6 +231,7 @@ func postsAdapter(get fetcher) upstream.Adapter {
 func mapPosts(out authorFeedOutput, withReposts bool, limit int) (postsData, error) {
 	feed := *out.Feed
 	data := postsData{Items: make([]postItem, 0, len(feed))}
+	data.More(false)
 	reposts, unreadable, missingCounters, badDates := 0, 0, false, false
 	for _, fv := range feed {
 		if fv.Post == nil || fv.Post.URI == "" {
@@ -269,7 +268,7 @@ func mapPosts(out authorFeedOutput, withReposts bool, limit int) (postsData, err
 	// emptied here by leaving reposts out does not.
 	if out.Cursor != nil && *out.Cursor != "" && len(feed) > 0 {
 		data.Cursor = out.Cursor
-		data.HasMore = true
+		data.More(true)
 	}
 
 	if data.Count > 0 {
@@ -370,37 +369,27 @@ func (n *threadNode) kind() nodeKind {
 
 // commentsData is the data of microblog_a/comments
 // (shared/schemas/data/microblog_a__comments.json).
+// has_more is always known. The items are the platform's own rather than
+// creator.Comment, for the reason postsData's are.
 type commentsData struct {
-	PostID     *string       `json:"post_id"`
-	PostURL    *string       `json:"post_url"`
-	ReplyCount *json.Number  `json:"reply_count"`
-	Items      []commentItem `json:"items"`
-	Count      int           `json:"count"`
-	Cursor     *string       `json:"cursor"`
-	HasMore    bool          `json:"has_more"`
-	Warnings   []string      `json:"_warnings,omitempty"`
+	PostID     *string      `json:"post_id"`
+	PostURL    *string      `json:"post_url"`
+	ReplyCount *json.Number `json:"reply_count"`
+	creator.Page[commentItem]
 }
 
 type commentItem struct {
-	ID          *string       `json:"id"`
-	URL         *string       `json:"url"`
-	Text        *string       `json:"text"`
-	CreatedAt   *string       `json:"created_at"`
-	IndexedAt   *string       `json:"indexed_at"`
-	Author      commentAuthor `json:"author"`
-	Likes       *json.Number  `json:"likes"`
-	Replies     *json.Number  `json:"replies"`
-	Reposts     *json.Number  `json:"reposts"`
-	Quotes      *json.Number  `json:"quotes"`
-	InReplyToID *string       `json:"in_reply_to_id"`
-}
-
-type commentAuthor struct {
-	ID        *string `json:"id"`
-	Handle    *string `json:"handle"`
-	Name      *string `json:"name"`
-	URL       *string `json:"url"`
-	AvatarURL *string `json:"avatar_url"`
+	ID          *string        `json:"id"`
+	URL         *string        `json:"url"`
+	Text        *string        `json:"text"`
+	CreatedAt   *string        `json:"created_at"`
+	IndexedAt   *string        `json:"indexed_at"`
+	Author      creator.Author `json:"author"`
+	Likes       *json.Number   `json:"likes"`
+	Replies     *json.Number   `json:"replies"`
+	Reposts     *json.Number   `json:"reposts"`
+	Quotes      *json.Number   `json:"quotes"`
+	InReplyToID *string        `json:"in_reply_to_id"`
 }
 
 // commentsAdapter serves microblog_a/comments: post_id → the thread's uri,
@@ -528,8 +517,9 @@ func mapComments(thread *threadNode, after *replyKey, limit int) commentsData {
 		PostID:     nonEmpty(anchor.URI),
 		PostURL:    anchor.webURL(),
 		ReplyCount: anchor.ReplyCount,
-		Items:      []commentItem{},
+		Page:       creator.Page[commentItem]{Items: []commentItem{}},
 	}
+	data.More(false)
 	var replies []*creatorPost
 	withheld, unreadable := 0, 0
 	for i := range thread.Replies {
@@ -562,7 +552,7 @@ func mapComments(thread *threadNode, after *replyKey, limit int) commentsData {
 	}
 	data.Count = len(data.Items)
 	if end < len(replies) {
-		data.HasMore = true
+		data.More(true)
 		data.Cursor = ptr(encodeReplyCursor(keyOf(replies[end-1])))
 	}
 
@@ -602,7 +592,7 @@ func mapComment(p *creatorPost) commentItem {
 		ID:        nonEmpty(p.URI),
 		URL:       p.webURL(),
 		IndexedAt: dateTime(p.IndexedAt),
-		Author:    commentAuthor{ID: a.ID, Handle: a.Handle, Name: a.Name, URL: a.URL, AvatarURL: nonEmpty(p.Author.Avatar)},
+		Author:    creator.Author{ID: a.ID, Handle: a.Handle, Name: a.Name, URL: a.URL, AvatarURL: nonEmpty(p.Author.Avatar)},
 		Likes:     p.LikeCount,
 		Replies:   p.ReplyCount,
 		Reposts:   p.RepostCount,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/creator"
 )
 
 // upstreamDefaultLimit is searchPosts' page size when no limit is sent.
@@ -52,13 +53,7 @@ type postRecord struct {
 }
 
 // searchData is the data of microblog_a/search (spec 2.7).
-type searchData struct {
-	Items    []searchItem `json:"items"`
-	Count    int          `json:"count"`
-	Cursor   *string      `json:"cursor"`
-	HasMore  *bool        `json:"has_more"`
-	Warnings []string     `json:"_warnings,omitempty"`
-}
+type searchData = creator.Page[searchItem]
 
 type searchItem struct {
 	ID        *string      `json:"id"`

@@ -34,40 +34,27 @@ import (
 	"time"
 
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/creator"
 	"github.com/meridian-data/meridian/shared/upstream/htmldata"
 	"github.com/meridian-data/meridian/shared/upstream/pages"
 )
 
 // Comments is the data of photo_social/comments.
+// has_more is null when the page does not say (unknown).
 type Comments struct {
-	PostID        string    `json:"post_id"`
-	URL           string    `json:"url"`
-	CommentsCount *int64    `json:"comments_count"`
-	Items         []Comment `json:"items"`
-	Count         int       `json:"count"`
-	Cursor        *string   `json:"cursor"`
-	HasMore       *bool     `json:"has_more"`
-	Warnings      []string  `json:"_warnings,omitempty"`
+	PostID        string `json:"post_id"`
+	URL           string `json:"url"`
+	CommentsCount *int64 `json:"comments_count"`
+	creator.Page[Comment]
 }
 
 // Comment is one top-level comment.
-type Comment struct {
-	ID        string  `json:"id"`
-	Text      *string `json:"text"`
-	Author    Author  `json:"author"`
-	CreatedAt *string `json:"created_at"`
-	Likes     *int64  `json:"likes"`
-	Replies   *int64  `json:"replies"`
-}
+type Comment = creator.Comment[Author]
 
 // Author is who wrote a comment.
 type Author struct {
-	ID        *string `json:"id"`
-	Handle    *string `json:"handle"`
-	Name      *string `json:"name"`
-	URL       *string `json:"url"`
-	AvatarURL *string `json:"avatar_url"`
-	Verified  *bool   `json:"verified"`
+	creator.Author
+	Verified *bool `json:"verified"`
 }
 
 // The _warnings sentences of comments, fixed so callers can match them.
@@ -142,7 +129,7 @@ func parseComments(c *upstream.Call, p *pages.Page) (any, error) {
 		limit = 20
 	}
 	s := readComments(loc.node, loc.graphQL)
-	out := Comments{PostID: code, URL: Origin + "/p/" + code + "/", CommentsCount: s.total, Items: []Comment{}}
+	out := Comments{PostID: code, URL: Origin + "/p/" + code + "/", CommentsCount: s.total, Page: creator.Page[Comment]{Items: []Comment{}}}
 	if s.disabled {
 		no := false
 		out.HasMore = &no

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/creator"
 )
 
 // The Graph API route's provider name and variables.
@@ -394,20 +395,12 @@ func graphWait(h http.Header, now time.Time) time.Duration {
 // ---- photo_social/profile ----
 
 // Profile is the data of photo_social/profile.
+// id is always set.
 type Profile struct {
-	ID                  string   `json:"id"`
-	Handle              *string  `json:"handle"`
-	Name                *string  `json:"name"`
-	URL                 *string  `json:"url"`
-	Description         *string  `json:"description"`
-	Website             *string  `json:"website"`
-	AvatarURL           *string  `json:"avatar_url"`
-	Followers           *int64   `json:"followers"`
-	FollowerSourceField *string  `json:"follower_source_field"`
-	Following           *int64   `json:"following"`
-	PostsCount          *int64   `json:"posts_count"`
-	Verified            *bool    `json:"verified"`
-	Warnings            []string `json:"_warnings,omitempty"`
+	creator.Profile
+	Website   *string `json:"website"`
+	Following *int64  `json:"following"`
+	Verified  *bool   `json:"verified"`
 }
 
 // The _warnings sentences of profile and posts, fixed so callers can match them.
@@ -426,10 +419,11 @@ func profile(ctx context.Context, c *upstream.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	id := string(bd.ID)
 	out := Profile{
-		ID: string(bd.ID), Handle: text(bd.Username), Name: text(bd.Name), Description: text(bd.Biography),
-		Website: text(bd.Website), AvatarURL: text(bd.ProfilePictureURL),
-		Followers: bd.FollowersCount.value(), Following: bd.FollowsCount.value(), PostsCount: bd.MediaCount.value(),
+		Profile: creator.Profile{ID: &id, Handle: text(bd.Username), Name: text(bd.Name), Description: text(bd.Biography),
+			AvatarURL: text(bd.ProfilePictureURL), Followers: bd.FollowersCount.value(), PostsCount: bd.MediaCount.value()},
+		Website: text(bd.Website), Following: bd.FollowsCount.value(),
 	}
 	if out.Handle == nil {
 		h := strings.ToLower(handle) // the source matched it
@@ -452,35 +446,20 @@ func profileURL(handle string) string { return Origin + "/" + url.PathEscape(han
 // ---- photo_social/posts ----
 
 // Posts is the data of photo_social/posts.
+// has_more is always known.
 type Posts struct {
-	Handle    *string  `json:"handle"`
-	AccountID string   `json:"account_id"`
-	Items     []Post   `json:"items"`
-	Count     int      `json:"count"`
-	Cursor    *string  `json:"cursor"`
-	HasMore   bool     `json:"has_more"`
-	Warnings  []string `json:"_warnings,omitempty"`
+	Handle    *string `json:"handle"`
+	AccountID string  `json:"account_id"`
+	creator.Page[Post]
 }
 
-// Post is one of the account's media.
+// Post is one of the account's media: the common fields, then the
+// platform's extras.
 type Post struct {
-	ID           string  `json:"id"`
-	URL          *string `json:"url"`
-	Shortcode    *string `json:"shortcode"`
-	Text         *string `json:"text"`
-	CreatedAt    *string `json:"created_at"`
-	MediaType    *string `json:"media_type"`
-	ProductType  *string `json:"product_type"`
-	ThumbnailURL *string `json:"thumbnail_url"`
-	Counts       Counts  `json:"counts"`
-}
-
-// Counts are a post's public counters; null is unknown, never zero.
-type Counts struct {
-	Likes    *int64 `json:"likes"`
-	Comments *int64 `json:"comments"`
-	Shares   *int64 `json:"shares"`
-	Views    *int64 `json:"views"`
+	creator.Post
+	Shortcode   *string `json:"shortcode"`
+	MediaType   *string `json:"media_type"`
+	ProductType *string `json:"product_type"`
 }
 
 func posts(ctx context.Context, c *upstream.Call) (any, error) {
@@ -504,7 +483,7 @@ func posts(ctx context.Context, c *upstream.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := Posts{Handle: text(bd.Username), AccountID: string(bd.ID), Items: []Post{}}
+	out := Posts{Handle: text(bd.Username), AccountID: string(bd.ID), Page: creator.Page[Post]{Items: []Post{}}}
 	if out.Handle == nil {
 		h := strings.ToLower(handle)
 		out.Handle = &h
@@ -527,8 +506,8 @@ func posts(ctx context.Context, c *upstream.Call) (any, error) {
 	out.Count = len(out.Items)
 	// Nested edges carry cursors but not always a next link: a short page
 	// is the last one.
-	out.HasMore = after != "" && (next != "" || out.Count >= limit)
-	if out.HasMore {
+	out.More(after != "" && (next != "" || out.Count >= limit))
+	if *out.HasMore {
 		out.Cursor = &after
 	}
 	var hidden, noComments int
@@ -560,7 +539,7 @@ func posts(ctx context.Context, c *upstream.Call) (any, error) {
 }
 
 func post(m medium) Post {
-	p := Post{ID: string(m.ID), URL: text(m.Permalink), Text: text(m.Caption), CreatedAt: graphTime(m.Timestamp),
+	p := Post{Post: creator.Post{ID: string(m.ID), URL: text(m.Permalink), Text: text(m.Caption), CreatedAt: graphTime(m.Timestamp)},
 		MediaType: text(m.MediaType), ProductType: text(m.MediaProductType)}
 	if p.URL != nil {
 		if code, err := Shortcode(*p.URL); err == nil {

@@ -290,7 +290,7 @@ func TestPostsEmptyAndDefaults(t *testing.T) {
 	if p.Fault != nil || ps.Fault != nil {
 		t.Fatalf("default: %v, %v", p.Fault, ps.Fault)
 	}
-	if got := ps.Data.(instagram.Posts); got.Count != 2 || !got.HasMore || got.Cursor == nil {
+	if got := ps.Data.(instagram.Posts); got.Count != 2 || got.HasMore == nil || !*got.HasMore || got.Cursor == nil {
 		t.Errorf("default posts %+v", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/creator"
 )
 
 // Requested fields. profileFields are profile_lookup's; the *_count
@@ -50,18 +51,9 @@ type publicProfile struct {
 
 // Profile is the data of microblog_c/profile.
 type Profile struct {
-	ID                  *string     `json:"id"`
-	Handle              *string     `json:"handle"`
-	Name                *string     `json:"name"`
-	URL                 *string     `json:"url"`
-	Description         *string     `json:"description"`
-	AvatarURL           *string     `json:"avatar_url"`
-	Followers           *int64      `json:"followers"`
-	FollowerSourceField *string     `json:"follower_source_field"`
-	PostsCount          *int64      `json:"posts_count"`
-	Verified            *bool       `json:"verified"`
-	RecentEngagement    *Engagement `json:"recent_engagement"`
-	Warnings            []string    `json:"_warnings,omitempty"`
+	creator.Profile
+	Verified         *bool       `json:"verified"`
+	RecentEngagement *Engagement `json:"recent_engagement"`
 }
 
 // Engagement are the account's totals over the source's recent window.
@@ -86,8 +78,9 @@ func profile(ctx context.Context, c *upstream.Call) (any, error) {
 	}
 	link := profileURL(p.Username)
 	out := Profile{
-		ID: text(p.ID), Handle: text(p.Username), Name: text(p.Name), URL: &link, Description: text(p.Biography),
-		AvatarURL: text(p.ProfilePictureURL), Followers: p.FollowerCount, Verified: p.IsVerified,
+		Profile: creator.Profile{ID: text(p.ID), Handle: text(p.Username), Name: text(p.Name), URL: &link,
+			Description: text(p.Biography), AvatarURL: text(p.ProfilePictureURL), Followers: p.FollowerCount},
+		Verified: p.IsVerified,
 		RecentEngagement: &Engagement{WindowDays: engagementWindowDays, Likes: p.LikesCount, Replies: p.RepliesCount,
 			Reposts: p.RepostsCount, Quotes: p.QuotesCount, Views: p.ViewsCount},
 	}
@@ -156,41 +149,25 @@ func getPage(ctx context.Context, c *upstream.Call, r request) (*mediaPage, erro
 }
 
 // Posts is the data of microblog_c/posts.
+// has_more is always known.
 type Posts struct {
-	Handle   string   `json:"handle"`
-	Items    []Post   `json:"items"`
-	Count    int      `json:"count"`
-	Cursor   *string  `json:"cursor"`
-	HasMore  bool     `json:"has_more"`
-	Warnings []string `json:"_warnings,omitempty"`
+	Handle string `json:"handle"`
+	creator.Page[Post]
 }
 
-// Post is one post; fields after Counts are the platform's extras.
+// Post is one post: the common fields, then the platform's extras. The
+// source reports no counters for another account's posts, so counts stay
+// null (the fields are kept, so the shape is every creator platform's).
 type Post struct {
-	ID           string  `json:"id"`
-	URL          *string `json:"url"`
-	Text         *string `json:"text"`
-	CreatedAt    *string `json:"created_at"`
-	ThumbnailURL *string `json:"thumbnail_url"`
-	Counts       Counts  `json:"counts"`
-	Type         string  `json:"type"`
-	MediaType    *string `json:"media_type"`
-	MediaURL     *string `json:"media_url"`
-	Code         *string `json:"code"`
-	HasReplies   *bool   `json:"has_replies"`
-	QuotedID     *string `json:"quoted_id"`
-	RepostedID   *string `json:"reposted_id"`
-	LinkURL      *string `json:"link_url"`
-}
-
-// Counts are a post's counters: the source reports none for another
-// account's posts, so all stay null (the fields are kept, so the shape is
-// every creator platform's).
-type Counts struct {
-	Likes    *int64 `json:"likes"`
-	Comments *int64 `json:"comments"`
-	Shares   *int64 `json:"shares"`
-	Views    *int64 `json:"views"`
+	creator.Post
+	Type       string  `json:"type"`
+	MediaType  *string `json:"media_type"`
+	MediaURL   *string `json:"media_url"`
+	Code       *string `json:"code"`
+	HasReplies *bool   `json:"has_replies"`
+	QuotedID   *string `json:"quoted_id"`
+	RepostedID *string `json:"reposted_id"`
+	LinkURL    *string `json:"link_url"`
 }
 
 // repostFacade is the media type of a repost: another account's post
@@ -198,7 +175,7 @@ type Counts struct {
 const repostFacade = "REPOST_FACADE"
 
 func post(m mediaObject, handle string) Post {
-	p := Post{ID: m.ID, URL: text(m.Permalink), Text: text(m.Text), CreatedAt: timestamp(m.Timestamp), Type: "post",
+	p := Post{Post: creator.Post{ID: m.ID, URL: text(m.Permalink), Text: text(m.Text), CreatedAt: timestamp(m.Timestamp)}, Type: "post",
 		MediaType: text(m.MediaType), MediaURL: text(m.MediaURL), Code: text(m.Shortcode), HasReplies: m.HasReplies,
 		QuotedID: ref(m.QuotedPost), RepostedID: ref(m.RepostedPost), LinkURL: text(m.LinkAttachmentURL)}
 	if p.URL == nil && m.Shortcode != "" {
@@ -238,13 +215,13 @@ func posts(ctx context.Context, c *upstream.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := Posts{Handle: handle, Items: make([]Post, 0, len(*page.Data))}
+	out := Posts{Handle: handle, Page: creator.Page[Post]{Items: make([]Post, 0, len(*page.Data))}}
 	for _, m := range *page.Data {
 		out.Items = append(out.Items, post(m, handle))
 	}
 	out.Count = len(out.Items)
 	out.Cursor = page.Paging.nextCursor()
-	out.HasMore = out.Cursor != nil
+	out.More(out.Cursor != nil)
 	if out.Count > 0 {
 		out.Warnings = append(out.Warnings, countersWarning)
 	}
@@ -254,24 +231,17 @@ func posts(ctx context.Context, c *upstream.Call) (any, error) {
 // ---- microblog_c/comments ----
 
 // Comments is the data of microblog_c/comments.
+// has_more is always known.
 type Comments struct {
-	PostID   string    `json:"post_id"`
-	Items    []Comment `json:"items"`
-	Count    int       `json:"count"`
-	Cursor   *string   `json:"cursor"`
-	HasMore  bool      `json:"has_more"`
-	Warnings []string  `json:"_warnings,omitempty"`
+	PostID string `json:"post_id"`
+	creator.Page[Comment]
 }
 
-// Comment is one top-level reply.
+// Comment is one top-level reply: the common fields, then the platform's
+// extras.
 type Comment struct {
-	ID          string  `json:"id"`
+	creator.Comment[Author]
 	URL         *string `json:"url"`
-	Text        *string `json:"text"`
-	Author      Author  `json:"author"`
-	CreatedAt   *string `json:"created_at"`
-	Likes       *int64  `json:"likes"`
-	Replies     *int64  `json:"replies"`
 	HasReplies  *bool   `json:"has_replies"`
 	InReplyToID *string `json:"in_reply_to_id"`
 	MediaType   *string `json:"media_type"`
@@ -280,12 +250,8 @@ type Comment struct {
 // Author is who wrote a reply; the source gives neither the id nor the
 // display name of a reply's author, so both stay null.
 type Author struct {
-	ID        *string `json:"id"`
-	Handle    *string `json:"handle"`
-	Name      *string `json:"name"`
-	URL       *string `json:"url"`
-	AvatarURL *string `json:"avatar_url"`
-	Verified  *bool   `json:"verified"`
+	creator.Author
+	Verified *bool `json:"verified"`
 }
 
 var (
@@ -316,12 +282,13 @@ func comments(ctx context.Context, c *upstream.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := Comments{PostID: id, Items: make([]Comment, 0, len(*page.Data))}
+	out := Comments{PostID: id, Page: creator.Page[Comment]{Items: make([]Comment, 0, len(*page.Data))}}
 	unnamed := 0
 	for _, m := range *page.Data {
-		cm := Comment{ID: m.ID, URL: text(m.Permalink), Text: text(m.Text), CreatedAt: timestamp(m.Timestamp),
-			HasReplies: m.HasReplies, InReplyToID: ref(m.RepliedTo), MediaType: text(m.MediaType),
-			Author: Author{Handle: text(m.Username), AvatarURL: text(m.ProfilePictureURL), Verified: m.IsVerified}}
+		cm := Comment{
+			Comment: creator.Comment[Author]{ID: m.ID, Text: text(m.Text), CreatedAt: timestamp(m.Timestamp),
+				Author: Author{Author: creator.Author{Handle: text(m.Username), AvatarURL: text(m.ProfilePictureURL)}, Verified: m.IsVerified}},
+			URL: text(m.Permalink), HasReplies: m.HasReplies, InReplyToID: ref(m.RepliedTo), MediaType: text(m.MediaType)}
 		if m.Username != "" {
 			link := profileURL(m.Username)
 			cm.Author.URL = &link
@@ -332,7 +299,7 @@ func comments(ctx context.Context, c *upstream.Call) (any, error) {
 	}
 	out.Count = len(out.Items)
 	out.Cursor = page.Paging.nextCursor()
-	out.HasMore = out.Cursor != nil
+	out.More(out.Cursor != nil)
 	if out.Count > 0 {
 		out.Warnings = append(out.Warnings,
 			"Top-level replies only, newest first; replies to replies are not listed (has_replies says which have some).",

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/creator"
 	"github.com/meridian-data/meridian/shared/upstream/htmldata"
 	"github.com/meridian-data/meridian/shared/upstream/pages"
 )
@@ -179,9 +180,9 @@ func parseProfilePage(c *upstream.Call, p *pages.Page) (any, error) {
 	}
 	h := strings.ToLower(u.UniqueID)
 	out := Profile{
-		ID: str(string(u.ID)), Handle: &h, Name: text(u.Nickname), URL: profileURL(h), Description: text(u.Signature),
-		AvatarURL: firstText(u.AvatarLarger, u.AvatarMedium, u.AvatarThumb), Verified: u.Verified, SecUID: text(u.SecUID),
-		Private: u.PrivateAccount, CreatedAt: unixTime(u.CreateTime),
+		Profile: creator.Profile{ID: str(string(u.ID)), Handle: &h, Name: text(u.Nickname), URL: ptr(profileURL(h)),
+			Description: text(u.Signature), AvatarURL: firstText(u.AvatarLarger, u.AvatarMedium, u.AvatarThumb)},
+		Verified: u.Verified, SecUID: text(u.SecUID), Private: u.PrivateAccount, CreatedAt: unixTime(u.CreateTime),
 	}
 	if u.BioLink != nil {
 		out.BioLink = str(strings.TrimSpace(u.BioLink.Link))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/creator"
 )
 
 // The video query's bounds, as the source documents them.
@@ -209,7 +210,7 @@ func (r *research) posts(ctx context.Context, c *upstream.Call) (any, error) {
 	}
 	now := c.Now.UTC()
 	today := now.Truncate(24 * time.Hour)
-	out := Posts{Handle: handle, Items: []Post{}}
+	out := Posts{Handle: handle, Page: creator.Page[Post]{Items: []Post{}}}
 	st := postsCursor{End: today.Format(dayLayout)}
 	if cur := c.Param("cursor"); cur != "" {
 		if st, err = decodePostsCursor(cur, today); err != nil {
@@ -368,8 +369,8 @@ func mapVideo(v video, handle string) Post {
 		user = strings.ToLower(r.Username)
 	}
 	p := Post{
-		ID: v.id, URL: videoURL(user, v.id), Text: text(r.VideoDescription), CreatedAt: unixTime(r.CreateTime),
-		Counts:   Counts{Likes: r.LikeCount.v, Comments: r.CommentCount.v, Shares: r.ShareCount.v, Views: r.ViewCount.v},
+		Post: creator.Post{ID: v.id, URL: ptr(videoURL(user, v.id)), Text: text(r.VideoDescription), CreatedAt: unixTime(r.CreateTime),
+			Counts: creator.Counts{Likes: r.LikeCount.v, Comments: r.CommentCount.v, Shares: r.ShareCount.v, Views: r.ViewCount.v}},
 		Saves:    r.FavouritesCount.v,
 		Duration: r.VideoDuration.v, RegionCode: text(r.RegionCode), Hashtags: []string{},
 	}
@@ -454,13 +455,14 @@ func (r *research) comments(ctx context.Context, c *upstream.Call) (any, error) 
 		}
 		return nil, err
 	}
-	out := Comments{PostID: id, Items: []Comment{}}
+	out := Comments{PostID: id, Page: creator.Page[Comment]{Items: []Comment{}}}
+	out.More(false)
 	for _, cm := range page.Comments {
 		if cm.ID == "" {
 			return nil, upstream.MalformedFault("a comment has no id")
 		}
-		item := Comment{ID: string(cm.ID), Text: text(cm.Text), CreatedAt: unixTime(cm.CreateTime),
-			Likes: cm.LikeCount.v, Replies: cm.ReplyCount.v}
+		item := Comment{Comment: creator.Comment[creator.Author]{ID: string(cm.ID), Text: text(cm.Text),
+			CreatedAt: unixTime(cm.CreateTime), Likes: cm.LikeCount.v, Replies: cm.ReplyCount.v}}
 		// A top-level comment's parent is the video itself.
 		if p := string(cm.ParentCommentID); p != "" && p != "0" && p != id && p != string(cm.VideoID) {
 			item.InReplyTo = &p
@@ -468,7 +470,7 @@ func (r *research) comments(ctx context.Context, c *upstream.Call) (any, error) 
 		out.Items = append(out.Items, item)
 	}
 	out.Count = len(out.Items)
-	out.HasMore = page.HasMore
+	out.More(page.HasMore)
 	if page.HasMore {
 		if page.Cursor.v == nil {
 			return nil, upstream.MalformedFault("the comment list has more but no cursor")

@@ -234,7 +234,7 @@ func TestPostsDefaults(t *testing.T) {
 			t.Fatalf("%s: %v", h, out.Fault)
 		}
 		p := out.Data.(tiktok.Posts)
-		if p.Count != 3 || p.HasMore == nil || *p.HasMore || !strings.HasPrefix(p.Items[0].URL, "https://www.tiktok.com/@"+h+"/video/") {
+		if p.Count != 3 || p.HasMore == nil || *p.HasMore || !strings.HasPrefix(*p.Items[0].URL, "https://www.tiktok.com/@"+h+"/video/") {
 			t.Errorf("%s: %+v", h, p)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/creator"
 )
 
 // Research API paths and the fields each asks for.
@@ -248,10 +249,10 @@ func (r *research) profile(ctx context.Context, c *upstream.Call) (any, error) {
 		return nil, err
 	}
 	p := Profile{
-		Handle: &handle, URL: profileURL(handle), Name: text(u.DisplayName), Description: text(u.BioDescription),
-		AvatarURL: text(u.AvatarURL), Verified: u.IsVerified, BioLink: text(u.BioURL),
-		Followers: u.FollowerCount.v, Following: u.FollowingCount.v, LikesCount: u.LikesCount.v, PostsCount: u.VideoCount.v,
-		Warnings: []string{WarnNoID},
+		Profile: creator.Profile{Handle: &handle, URL: ptr(profileURL(handle)), Name: text(u.DisplayName),
+			Description: text(u.BioDescription), AvatarURL: text(u.AvatarURL), Followers: u.FollowerCount.v,
+			PostsCount: u.VideoCount.v, Warnings: []string{WarnNoID}},
+		Verified: u.IsVerified, BioLink: text(u.BioURL), Following: u.FollowingCount.v, LikesCount: u.LikesCount.v,
 	}
 	if p.Followers != nil {
 		p.FollowerSourceField = str(followerField)

@@ -51,6 +51,7 @@ import (
 	"time"
 
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/creator"
 )
 
 // Provider names: they name the routes, the fixture folders
@@ -85,89 +86,47 @@ var Hosts = []string{"tiktok.com"}
 
 // ---- the data ----
 
-// Profile is the data of short_video_a/profile.
+// Profile is the data of short_video_a/profile; url is always set.
 type Profile struct {
-	ID                  *string  `json:"id"`
-	Handle              *string  `json:"handle"`
-	Name                *string  `json:"name"`
-	URL                 string   `json:"url"`
-	Description         *string  `json:"description"`
-	AvatarURL           *string  `json:"avatar_url"`
-	Followers           *int64   `json:"followers"`
-	FollowerSourceField *string  `json:"follower_source_field"`
-	Following           *int64   `json:"following"`
-	LikesCount          *int64   `json:"likes_count"`
-	PostsCount          *int64   `json:"posts_count"`
-	Verified            *bool    `json:"verified"`
-	Private             *bool    `json:"private"`
-	BioLink             *string  `json:"bio_link"`
-	SecUID              *string  `json:"sec_uid"`
-	CreatedAt           *string  `json:"created_at"`
-	Warnings            []string `json:"_warnings,omitempty"`
+	creator.Profile
+	Following  *int64  `json:"following"`
+	LikesCount *int64  `json:"likes_count"`
+	Verified   *bool   `json:"verified"`
+	Private    *bool   `json:"private"`
+	BioLink    *string `json:"bio_link"`
+	SecUID     *string `json:"sec_uid"`
+	CreatedAt  *string `json:"created_at"`
 }
 
 // Posts is the data of short_video_a/posts. HasMore is null when unknown.
 type Posts struct {
-	Handle   string   `json:"handle"`
-	Items    []Post   `json:"items"`
-	Count    int      `json:"count"`
-	Cursor   *string  `json:"cursor"`
-	HasMore  *bool    `json:"has_more"`
-	Warnings []string `json:"_warnings,omitempty"`
+	Handle string `json:"handle"`
+	creator.Page[Post]
 }
 
-// Post is one video. Fields after Counts are platform extras.
+// Post is one video: the common fields (url always set), then the
+// platform's extras.
 type Post struct {
-	ID           string   `json:"id"`
-	URL          string   `json:"url"`
-	Text         *string  `json:"text"`
-	CreatedAt    *string  `json:"created_at"`
-	ThumbnailURL *string  `json:"thumbnail_url"`
-	Counts       Counts   `json:"counts"`
-	Saves        *int64   `json:"saves"`
-	Duration     *int64   `json:"duration_seconds"`
-	RegionCode   *string  `json:"region_code"`
-	Hashtags     []string `json:"hashtags"`
+	creator.Post
+	Saves      *int64   `json:"saves"`
+	Duration   *int64   `json:"duration_seconds"`
+	RegionCode *string  `json:"region_code"`
+	Hashtags   []string `json:"hashtags"`
 }
 
-// Counts are a post's public counters; null when the source did not
-// report one (never 0 for unknown).
-type Counts struct {
-	Likes    *int64 `json:"likes"`
-	Comments *int64 `json:"comments"`
-	Shares   *int64 `json:"shares"`
-	Views    *int64 `json:"views"`
-}
-
-// Comments is the data of short_video_a/comments.
+// Comments is the data of short_video_a/comments; has_more is always
+// known.
 type Comments struct {
-	PostID   string    `json:"post_id"`
-	Items    []Comment `json:"items"`
-	Count    int       `json:"count"`
-	Cursor   *string   `json:"cursor"`
-	HasMore  bool      `json:"has_more"`
-	Warnings []string  `json:"_warnings,omitempty"`
+	PostID string `json:"post_id"`
+	creator.Page[Comment]
 }
 
 // Comment is one comment, or a reply to one (InReplyTo names its parent).
+// The Research API does not identify comment authors, so every author
+// field is null there (and _warnings says so).
 type Comment struct {
-	ID        string  `json:"id"`
-	Text      *string `json:"text"`
-	Author    Author  `json:"author"`
-	CreatedAt *string `json:"created_at"`
-	Likes     *int64  `json:"likes"`
-	Replies   *int64  `json:"replies"`
+	creator.Comment[creator.Author]
 	InReplyTo *string `json:"in_reply_to_id"`
-}
-
-// Author is a comment's author. The Research API does not identify
-// comment authors, so every field is null there (and _warnings says so).
-type Author struct {
-	ID        *string `json:"id"`
-	Handle    *string `json:"handle"`
-	Name      *string `json:"name"`
-	URL       *string `json:"url"`
-	AvatarURL *string `json:"avatar_url"`
 }
 
 // ---- values the source writes loosely ----

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/creator"
 )
 
 // TokenSecret is the app-only bearer token (OAuth 2.0 App-Only).
@@ -242,14 +243,10 @@ type tweetsBody struct {
 	Errors []problem `json:"errors"`
 }
 
-// Posts is the data of microblog_b/search-posts and microblog_b/posts.
-type Posts struct {
-	Items    []Post   `json:"items"`
-	Count    int      `json:"count"`
-	Cursor   *string  `json:"cursor"`
-	HasMore  bool     `json:"has_more"`
-	Warnings []string `json:"_warnings,omitempty"`
-}
+// Posts is the data of microblog_b/search-posts and microblog_b/posts: the
+// common page, whose keys are the spec's, with has_more always known. Its
+// items are the spec's search-posts items (stats, not creator.Counts).
+type Posts = creator.Page[Post]
 
 // Post is one post. Fields after Stats are the spec's unnamed extras.
 type Post struct {
@@ -340,7 +337,7 @@ func postsPage(body *tweetsBody, users map[string]user) Posts {
 	}
 	out.Count = len(out.Items)
 	out.Cursor = text(body.Meta.NextToken)
-	out.HasMore = out.Cursor != nil
+	out.More(out.Cursor != nil)
 	return out
 }
 
@@ -647,8 +644,10 @@ func posts(ctx context.Context, c *upstream.Call) (any, error) {
 	if u.Protected != nil && *u.Protected {
 		// An app-only token is no approved follower: X would answer an
 		// authorization error, so the timeline is not asked for.
-		return Posts{Items: []Post{}, Warnings: []string{
-			"The account is protected: its posts are visible only to approved followers, so none are returned."}}, nil
+		out := Posts{Items: []Post{}, Warnings: []string{
+			"The account is protected: its posts are visible only to approved followers, so none are returned."}}
+		out.More(false)
+		return out, nil
 	}
 	q.Set("max_results", c.Param("limit"))
 	if c.Param("include_reposts") != "true" {
@@ -670,26 +669,19 @@ func posts(ctx context.Context, c *upstream.Call) (any, error) {
 // ---- microblog_b/comments ----
 
 // Comments is the data of microblog_b/comments.
+// has_more is always known.
 type Comments struct {
-	PostID   string    `json:"post_id"`
-	Items    []Comment `json:"items"`
-	Count    int       `json:"count"`
-	Cursor   *string   `json:"cursor"`
-	HasMore  bool      `json:"has_more"`
-	Warnings []string  `json:"_warnings,omitempty"`
+	PostID string `json:"post_id"`
+	creator.Page[Comment]
 }
 
 // Comment is one reply to the post (or to another reply in its
-// conversation).
+// conversation): the common fields, with the search-posts item's author
+// (null when the source does not expand it), then the platform's extras.
 type Comment struct {
-	ID        string  `json:"id"`
+	creator.Comment[*Author]
 	URL       *string `json:"url"`
-	Text      *string `json:"text"`
-	CreatedAt *string `json:"created_at"`
 	Lang      *string `json:"lang"`
-	Author    *Author `json:"author"`
-	Likes     *int64  `json:"likes"`
-	Replies   *int64  `json:"replies"`
 	InReplyTo *string `json:"in_reply_to_id"`
 }
 
@@ -772,10 +764,11 @@ func comments(ctx context.Context, c *upstream.Call) (any, error) {
 		return nil, err
 	}
 	page := postsPage(body, usersByID(body.Includes.Users))
-	out := Comments{PostID: id, Items: make([]Comment, 0, len(page.Items)), Count: page.Count,
-		Cursor: page.Cursor, HasMore: page.HasMore}
+	out := Comments{PostID: id, Page: creator.Page[Comment]{Items: make([]Comment, 0, len(page.Items)), Count: page.Count,
+		Cursor: page.Cursor, HasMore: page.HasMore}}
 	for _, p := range page.Items {
-		cm := Comment{ID: p.ID, URL: p.URL, Text: p.Text, CreatedAt: p.CreatedAt, Lang: p.Lang, Author: p.Author}
+		cm := Comment{Comment: creator.Comment[*Author]{ID: p.ID, Text: p.Text, CreatedAt: p.CreatedAt, Author: p.Author},
+			URL: p.URL, Lang: p.Lang}
 		if p.Stats != nil {
 			cm.Likes, cm.Replies = p.Stats.Likes, p.Stats.Replies
 		}

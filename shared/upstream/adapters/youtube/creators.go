@@ -22,6 +22,7 @@ import (
 	"strings"
 
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/creator"
 )
 
 const (
@@ -63,20 +64,13 @@ type channelResource struct {
 }
 
 // Profile is the data of video_platform/profile.
+// id and url are always set. The platform reports no verification
+// state, so it has no verified.
 type Profile struct {
-	ID                  string   `json:"id"`
-	Handle              *string  `json:"handle"`
-	Name                *string  `json:"name"`
-	URL                 string   `json:"url"`
-	Description         *string  `json:"description"`
-	AvatarURL           *string  `json:"avatar_url"`
-	Followers           *int64   `json:"followers"`
-	FollowerSourceField *string  `json:"follower_source_field"`
-	PostsCount          *int64   `json:"posts_count"`
-	ViewsCount          *int64   `json:"views_count"`
-	CreatedAt           *string  `json:"created_at"`
-	Country             *string  `json:"country"`
-	Warnings            []string `json:"_warnings,omitempty"`
+	creator.Profile
+	ViewsCount *int64  `json:"views_count"`
+	CreatedAt  *string `json:"created_at"`
+	Country    *string `json:"country"`
 }
 
 // lookupChannel asks channels.list for one channel by id (which wins) or
@@ -111,7 +105,7 @@ func profile(ctx context.Context, c *upstream.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := Profile{ID: ch.ID, URL: channelURL(ch.ID)}
+	out := Profile{Profile: creator.Profile{ID: &ch.ID, URL: ptr(channelURL(ch.ID))}}
 	var warnings []string
 	if c.Param("channel_id") != "" && c.Param("handle") != "" {
 		warnings = append(warnings, "Both channel_id and handle were sent: the channel was looked up by channel_id.")
@@ -125,7 +119,7 @@ func profile(ctx context.Context, c *upstream.Call) (any, error) {
 		if s.CustomURL != nil && strings.HasPrefix(*s.CustomURL, "@") && len(*s.CustomURL) > 1 {
 			h := strings.TrimPrefix(*s.CustomURL, "@")
 			out.Handle = &h
-			out.URL = siteURL + "/@" + url.PathEscape(h)
+			out.URL = ptr(siteURL + "/@" + url.PathEscape(h))
 		}
 	}
 	if out.Handle == nil && c.Param("channel_id") == "" {
@@ -184,33 +178,18 @@ type videoListResponse struct {
 }
 
 // Posts is the data of video_platform/posts.
+// has_more is always known.
 type Posts struct {
-	ChannelID string   `json:"channel_id"`
-	Items     []Post   `json:"items"`
-	Count     int      `json:"count"`
-	Cursor    *string  `json:"cursor"`
-	HasMore   bool     `json:"has_more"`
-	Warnings  []string `json:"_warnings,omitempty"`
+	ChannelID string `json:"channel_id"`
+	creator.Page[Post]
 }
 
-// Post is one upload.
+// Post is one upload: url is always set, and counts.shares is always null
+// (not reported).
 type Post struct {
-	ID           string  `json:"id"`
-	URL          string  `json:"url"`
-	Title        *string `json:"title"`
-	Text         *string `json:"text"`
-	CreatedAt    *string `json:"created_at"`
-	Duration     *string `json:"duration"`
-	ThumbnailURL *string `json:"thumbnail_url"`
-	Counts       Counts  `json:"counts"`
-}
-
-// Counts are a post's counters; Shares is always null (not reported).
-type Counts struct {
-	Likes    *int64 `json:"likes"`
-	Comments *int64 `json:"comments"`
-	Shares   *int64 `json:"shares"`
-	Views    *int64 `json:"views"`
+	creator.Post
+	Title    *string `json:"title"`
+	Duration *string `json:"duration"`
 }
 
 func posts(ctx context.Context, c *upstream.Call) (any, error) {
@@ -218,7 +197,8 @@ func posts(ctx context.Context, c *upstream.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := Posts{ChannelID: ch.ID, Items: []Post{}}
+	out := Posts{ChannelID: ch.ID, Page: creator.Page[Post]{Items: []Post{}}}
+	out.More(false)
 	var warnings []string
 	if c.Param("channel_id") != "" && c.Param("handle") != "" {
 		warnings = append(warnings, "Both channel_id and handle were sent: the channel was looked up by channel_id.")
@@ -257,8 +237,8 @@ func posts(ctx context.Context, c *upstream.Call) (any, error) {
 		seen[it.ContentDetails.VideoID] = true
 		ids = append(ids, it.ContentDetails.VideoID)
 	}
-	out.HasMore = page.NextPageToken != nil && *page.NextPageToken != ""
-	if out.HasMore {
+	out.More(page.NextPageToken != nil && *page.NextPageToken != "")
+	if *out.HasMore {
 		out.Cursor = page.NextPageToken
 	}
 
@@ -286,7 +266,7 @@ func posts(ctx context.Context, c *upstream.Call) (any, error) {
 				continue
 			}
 			v := videos.Items[i]
-			p := Post{ID: id, URL: videoURL(id)}
+			p := Post{Post: creator.Post{ID: id, URL: ptr(videoURL(id))}}
 			if s := v.Snippet; s != nil {
 				p.Title = text(s.Title)
 				p.Text = text(s.Description)
@@ -353,26 +333,17 @@ type commentThreadListResponse struct {
 }
 
 // Comments is the data of video_platform/comments.
+// has_more is always known.
 type Comments struct {
-	VideoID  string    `json:"video_id"`
-	Items    []Comment `json:"items"`
-	Count    int       `json:"count"`
-	Cursor   *string   `json:"cursor"`
-	HasMore  bool      `json:"has_more"`
-	Warnings []string  `json:"_warnings,omitempty"`
+	VideoID string `json:"video_id"`
+	creator.Page[Comment]
 }
 
 // Comment is one top-level comment.
-type Comment struct {
-	ID        string  `json:"id"`
-	Text      *string `json:"text"`
-	Author    Author  `json:"author"`
-	CreatedAt *string `json:"created_at"`
-	Likes     *int64  `json:"likes"`
-	Replies   *int64  `json:"replies"`
-}
+type Comment = creator.Comment[Author]
 
-// Author is who wrote a comment.
+// Author is who wrote a comment: the platform names authors by channel,
+// with no handle, so it is its own rather than creator.Author.
 type Author struct {
 	Name      *string `json:"name"`
 	URL       *string `json:"url"`
@@ -396,7 +367,8 @@ func comments(ctx context.Context, c *upstream.Call) (any, error) {
 		q.Set("pageToken", cur)
 	}
 	q.Set("key", c.Secret(KeySecret))
-	out := Comments{VideoID: id, Items: []Comment{}}
+	out := Comments{VideoID: id, Page: creator.Page[Comment]{Items: []Comment{}}}
+	out.More(false)
 	var body commentThreadListResponse
 	resp, err := c.GetJSON(ctx, commentThreadsPath, q, nil, &body)
 	if err != nil {
@@ -430,8 +402,8 @@ func comments(ctx context.Context, c *upstream.Call) (any, error) {
 		out.Items = append(out.Items, cm)
 	}
 	out.Count = len(out.Items)
-	out.HasMore = body.NextPageToken != nil && *body.NextPageToken != ""
-	if out.HasMore {
+	out.More(body.NextPageToken != nil && *body.NextPageToken != "")
+	if *out.HasMore {
 		out.Cursor = body.NextPageToken
 	}
 	if out.Count > 0 {
@@ -479,6 +451,8 @@ func videoID(v string) (string, bool) {
 }
 
 func videoURL(id string) string { return siteURL + "/watch?v=" + url.QueryEscape(id) }
+
+func ptr[T any](v T) *T { return &v }
 
 // text is a present, non-empty string, or null.
 func text(s *string) *string {
