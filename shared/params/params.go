@@ -406,6 +406,8 @@ func checkHost(platform string, p *registry.Param, v string) (string, map[string
 		abs = "https://" + v
 	case !schemePrefix.MatchString(v):
 		return v, nil
+	case p.IsIDScheme(v):
+		return v, nil // an id written as a URI of the platform's own scheme (at://…)
 	}
 	u, err := url.Parse(abs)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Opaque != "" || u.User != nil || !wellFormedHost(u.Hostname()) {

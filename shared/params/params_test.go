@@ -527,3 +527,33 @@ func TestCheckRule(t *testing.T) {
 		t.Fatalf("an accepted value: %v %v", res, err)
 	}
 }
+
+// A parameter with hosts may also take ids written as URIs of the
+// platform's own scheme (OrScheme): those pass unchanged; other schemes
+// are still refused, and URLs still need an allowed host.
+func TestIDSchemesBesideHosts(t *testing.T) {
+	reg, rerr := registry.New([]registry.Endpoint{{
+		Platform: "qa_test", ID: "post", Family: registry.Knowledge, Kind: registry.Data, Cost: 1,
+		Origin: registry.SpecListed, Name: "Post",
+		Params: []registry.Param{registry.P("post_id", registry.String, "A post.").Req().OnHosts("qa.example").OrScheme("at")},
+	}})
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	e, _ := reg.Endpoint("qa_test/post")
+	for value, reason := range map[string]string{
+		"at://did:plc:abc/app.bsky.feed.post/3l": "",
+		"AT://did:plc:abc/app.bsky.feed.post/3l": "",
+		"https://qa.example/p/1":                 "",
+		"ftp://qa.example/p/1":                   "invalid_url",
+		"https://elsewhere.example/p/1":          "wrong_host",
+	} {
+		res, err := Validate(e, Query{"post_id": {value}}, nil)
+		switch {
+		case reason == "" && (err != nil || res.Values["post_id"] == ""):
+			t.Errorf("%s: %v", value, err)
+		case reason != "" && (err == nil || err.Details["reason"] != reason):
+			t.Errorf("%s: %v, want %s", value, err, reason)
+		}
+	}
+}

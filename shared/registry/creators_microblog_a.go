@@ -35,11 +35,8 @@ var microblogAActor = handleParam.Named("handle", "Handle (e.g. alice.example.co
 		return "invalid_handle", "handle must be a domain handle such as alice.bsky.social or a DID such as did:plc:z72i7hdynmk6r22z27h6tvur."
 	})
 
-// microblogAPostRef checks a post reference: an at:// URI of a post record
-// or a post page URL of the web client. It is a Check rather than OnHosts
-// because the registry reads any value with a scheme as a URL and refuses
-// schemes other than http(s), which would refuse every at:// URI; the host
-// rule OnHosts applies (the hosts or their subdomains) is applied here.
+// microblogAPostRef checks a post reference's shape: an at:// URI of a
+// post record, or a post page URL of the web client (its host is OnHosts').
 func microblogAPostRef(v string) (string, string) {
 	if strings.HasPrefix(v, "at://") {
 		if _, _, ok := splitPostURI(v); ok {
@@ -47,27 +44,9 @@ func microblogAPostRef(v string) (string, string) {
 		}
 		return "invalid_post_id", "post_id must be the at:// URI of a post (as microblog_a/search returns it in id) or the post's page URL."
 	}
-	invalid := "post_id must be an at:// URI of a post or the post's page URL (…/profile/<handle or DID>/post/<record key>)."
-	abs := v
-	switch {
-	case strings.HasPrefix(v, "//"):
-		abs = "https:" + v
-	case !strings.Contains(v, "://"):
-		// host/path without a scheme, as OnHosts reads it; anything else
-		// (a bare record key, say) is not a post reference.
-		host, _, hasPath := strings.Cut(v, "/")
-		if !hasPath || !strings.Contains(host, ".") || strings.Contains(host, ":") {
-			return "invalid_post_id", invalid
-		}
-		abs = "https://" + v
-	}
-	u, err := url.Parse(abs)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil || u.Hostname() == "" {
-		return "invalid_post_id", invalid
-	}
-	p := Param{Hosts: microblogAHosts}
-	if !p.AllowsHost(u.Hostname()) {
-		return "wrong_host", "The URL in post_id is not a page of microblog_a; send a URL of a microblog_a post page or an at:// URI."
+	u, err := url.Parse(v)
+	if err != nil || u.Hostname() == "" {
+		return "invalid_post_id", "post_id must be an at:// URI of a post or the post's page URL (…/profile/<handle or DID>/post/<record key>)."
 	}
 	if _, _, ok := splitPostPath(u.Path); !ok {
 		return "invalid_post_id", "post_id must be the URL of a post page (…/profile/<handle or DID>/post/<record key>) or an at:// URI of a post."
@@ -126,12 +105,12 @@ var microblogACreators = []Endpoint{
 		Platform: "microblog_a", ID: "comments", Family: Social, Kind: Data, Cost: 1, Origin: Addition,
 		Name: "Microblog A post replies", Description: "A sample of the direct replies to a post, newest first: text, author, likes and replies of each.",
 		Params: []Param{
-			P("post_id", String, "The post's at:// URI (as microblog_a/search and microblog_a/posts return it in id) or its page URL (…/profile/<handle or DID>/post/<record key>); a URL must be a page of this platform.").
+			P("post_id", String, "The post's at:// URI (as microblog_a/search and microblog_a/posts return it in id) or its page URL (…/profile/<handle or DID>/post/<record key>).").
 				Req().Len(2048).Ex("https://bsky.app/profile/bsky.app/post/3l6oveex3ii2l").
 				// The shape here, so the catalogue and OpenAPI state it; the
-				// host and each part are the Check's.
+				// host is OnHosts', each part the Check's.
 				Match(`at://\S+|\S*/profile/[^\s/]+/post/\S+`, "an at:// URI of a post or a post page URL (…/profile/<handle or DID>/post/<record key>)").
-				Checked(microblogAPostRef),
+				OnHosts(microblogAHosts...).OrScheme("at").Checked(microblogAPostRef),
 			P("limit", Integer, "Replies per page, 1-100.").Range(1, 100).Def("20"),
 			cursorParam,
 		},

@@ -1,6 +1,9 @@
 package registry
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // P starts a parameter declaration; the methods below refine a copy, so
 // shared parameters can be declared once and reused.
@@ -50,6 +53,16 @@ func (p Param) Of(t ParamType) Param { p.Item = t; return p }
 
 // When makes the parameter required when other=value.
 func (p Param) When(other, value string) Param { p.RequiredWhen = [2]string{other, value}; return p }
+
+// OrScheme lets a parameter with hosts also take ids written as URIs of
+// these schemes (lowercase, without "://").
+func (p Param) OrScheme(schemes ...string) Param { p.IDSchemes = schemes; return p }
+
+// IsIDScheme reports whether v is a URI of one of p's id schemes.
+func (p *Param) IsIDScheme(v string) bool {
+	scheme, _, ok := strings.Cut(v, "://")
+	return ok && slices.Contains(p.IDSchemes, strings.ToLower(scheme))
+}
 
 // Checked adds a rule of the value's meaning (see Param.Check).
 func (p Param) Checked(rule func(value string) (reason, message string)) Param {

@@ -89,6 +89,9 @@ type Param struct {
 	// a subdomain (lowercase names, no scheme, port or path). A value that
 	// is not URL-shaped stays an id. Set with OnHosts.
 	Hosts []string
+	// IDSchemes are URI schemes whose values are ids of the platform, not
+	// URLs to check against Hosts (at:// post URIs, say). Set with OrScheme.
+	IDSchemes []string
 	// Check, when set, applies a rule of the value's meaning that no
 	// declarative bound can say (a search URL's filters, say) after every
 	// other check passed: it returns a reason and a message to refuse with

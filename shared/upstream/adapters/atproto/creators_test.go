@@ -339,7 +339,7 @@ func TestCreatorParameterValidation(t *testing.T) {
 		"at://" + aliceDID + "/app.bsky.feed.post/a/b":                         "invalid_post_id",
 		"3lsample2aaa2":       "invalid_format",
 		"javascript:alert(1)": "invalid_format",
-		"https://user:pw@bsky.app/profile/a.b/post/3lsample": "invalid_post_id",
+		"https://user:pw@bsky.app/profile/a.b/post/3lsample": "invalid_url", // the host rule every URL parameter follows
 	} {
 		_, verr := params.Validate(comments, url.Values{"post_id": {value}}, nil)
 		if verr == nil {
