@@ -69,6 +69,8 @@ fuzz: ## run each fuzz target for FUZZTIME (default 30s)
 	$(GO) test ./shared/upstream/adapters/facebook -run '^$$' -fuzz FuzzEventID -fuzztime $${FUZZTIME:-30s}
 	$(GO) test ./shared/upstream/adapters/tiktok -run '^$$' -fuzz FuzzProfilePage -fuzztime $${FUZZTIME:-30s}
 	$(GO) test ./shared/upstream/adapters/tiktok -run '^$$' -fuzz FuzzVideoID -fuzztime $${FUZZTIME:-30s}
+	$(GO) test ./shared/upstream/adapters/booking -run '^$$' -fuzz FuzzParsers -fuzztime $${FUZZTIME:-30s}
+	$(GO) test ./shared/upstream/linkinbio -run '^$$' -fuzz FuzzParse -fuzztime $${FUZZTIME:-30s}
 
 clean:
 	rm -rf $(BUILD_DIR)
