@@ -41,3 +41,26 @@ func UntilUnix(v string, now time.Time) time.Duration {
 	}
 	return max(time.Unix(secs, 0).Sub(now), 0)
 }
+
+// FlexID is an id a source writes as a JSON string or a number, kept as
+// the text it was written as: a number's digits never pass through a
+// float. null leaves it empty.
+type FlexID string
+
+func (f *FlexID) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*f = ""
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*f = FlexID(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return err
+	}
+	*f = FlexID(n.String())
+	return nil
+}

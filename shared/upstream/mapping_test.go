@@ -23,3 +23,17 @@ func TestMappingHelpers(t *testing.T) {
 		}
 	}
 }
+
+// A FlexID keeps a string as written and a number's exact digits.
+func TestFlexID(t *testing.T) {
+	var v struct{ A, B, C FlexID }
+	if err := json.Unmarshal([]byte(`{"A":"-2140479","B":12345678901234567890,"C":null}`), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.A != "-2140479" || v.B != "12345678901234567890" || v.C != "" {
+		t.Fatalf("%+v", v)
+	}
+	if err := json.Unmarshal([]byte(`{"A":{}}`), &v); err == nil {
+		t.Error("an object is not an id")
+	}
+}

@@ -126,7 +126,7 @@ type policies struct {
 // product is one bookable product of availability (and of search with
 // extras=products).
 type product struct {
-	ID   flexID `json:"id"`
+	ID   upstream.FlexID `json:"id"`
 	Deal *struct {
 		DiscountPercentage *int     `json:"discount_percentage"`
 		PublicPrice        *float64 `json:"public_price"`
@@ -158,7 +158,7 @@ type availability struct {
 	Products       []product   `json:"products"`
 	Recommendation *struct {
 		Products []struct {
-			ID flexID `json:"id"`
+			ID upstream.FlexID `json:"id"`
 		} `json:"products"`
 	} `json:"recommendation"`
 	URL string `json:"url"`
@@ -583,7 +583,7 @@ func mapOffers(a *availability, d *details, lang string, st stay) ([]Offer, map[
 	for _, r := range d.Rooms {
 		roomNames[r.ID.String()] = r.Name.in(lang)
 	}
-	recommended := map[flexID]bool{}
+	recommended := map[upstream.FlexID]bool{}
 	if a.Recommendation != nil {
 		for _, p := range a.Recommendation.Products {
 			recommended[p.ID] = true

@@ -95,9 +95,9 @@ func letters(s string) bool {
 
 // suggestion is one /common/autocomplete result (3.2-Beta).
 type suggestion struct {
-	Type     string     `json:"type"`
-	Name     translated `json:"name"`
-	ID       flexID     `json:"id"`
+	Type     string          `json:"type"`
+	Name     translated      `json:"name"`
+	ID       upstream.FlexID `json:"id"`
 	Location *struct {
 		City        json.Number `json:"city"`
 		CityName    translated  `json:"city_name"`
@@ -105,27 +105,6 @@ type suggestion struct {
 		Country     string      `json:"country"`
 		CountryName translated  `json:"country_name"`
 	} `json:"location"`
-}
-
-// flexID is an id the source sends as a string ("-2140479", "AMS") or,
-// in places, a number; either way it is kept as text.
-type flexID string
-
-func (f *flexID) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		*f = flexID(s)
-		return nil
-	}
-	var n json.Number
-	if err := json.Unmarshal(b, &n); err != nil {
-		return err
-	}
-	*f = flexID(n.String())
-	return nil
 }
 
 // minQuery is the autocomplete's shortest query.

@@ -29,7 +29,6 @@
 package harvestapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -239,28 +238,6 @@ func text(s string) *string {
 	return &s
 }
 
-// flexID is an id the source writes as a string or a number; it is kept
-// exactly as written (a number's digits never pass through a float).
-type flexID string
-
-func (f *flexID) UnmarshalJSON(b []byte) error {
-	if bytes.Equal(b, []byte("null")) {
-		*f = ""
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		*f = flexID(s)
-		return nil
-	}
-	var n json.Number
-	if err := json.Unmarshal(b, &n); err != nil {
-		return err
-	}
-	*f = flexID(n.String())
-	return nil
-}
-
 // place is a location the source writes as an object with its text
 // (linkedinText) or, in places, as the text itself.
 type place string
@@ -310,17 +287,17 @@ func count(n *json.Number) *int64 {
 
 // profileShort is one search result as the provider documents it.
 type profileShort struct {
-	ID               flexID `json:"id"`
-	PublicIdentifier string `json:"publicIdentifier"`
-	Name             string `json:"name"`
-	FirstName        string `json:"firstName"`
-	LastName         string `json:"lastName"`
-	Position         string `json:"position"`
-	Headline         string `json:"headline"`
-	Location         *place `json:"location"`
-	LinkedinURL      string `json:"linkedinUrl"`
-	Photo            string `json:"photo"`
-	Hidden           *bool  `json:"hidden"`
+	ID               upstream.FlexID `json:"id"`
+	PublicIdentifier string          `json:"publicIdentifier"`
+	Name             string          `json:"name"`
+	FirstName        string          `json:"firstName"`
+	LastName         string          `json:"lastName"`
+	Position         string          `json:"position"`
+	Headline         string          `json:"headline"`
+	Location         *place          `json:"location"`
+	LinkedinURL      string          `json:"linkedinUrl"`
+	Photo            string          `json:"photo"`
+	Hidden           *bool           `json:"hidden"`
 }
 
 type pagination struct {
@@ -600,8 +577,8 @@ func searchQuery(c *upstream.Call) (q url.Values, page int, warnings []string, e
 
 type geoBody struct {
 	Elements *[]struct {
-		GeoID flexID `json:"geoId"`
-		Title string `json:"title"`
+		GeoID upstream.FlexID `json:"geoId"`
+		Title string          `json:"title"`
 	} `json:"elements"`
 }
 

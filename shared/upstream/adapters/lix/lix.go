@@ -19,7 +19,6 @@
 package lix
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,8 +73,8 @@ const facetPath = "/v1/search/sales/facet"
 type facetBody struct {
 	Data *struct {
 		Elements *[]struct {
-			DisplayValue string `json:"displayValue"`
-			ID           flexID `json:"id"`
+			DisplayValue string          `json:"displayValue"`
+			ID           upstream.FlexID `json:"id"`
 		} `json:"elements"`
 		Paging *struct {
 			Count *json.Number `json:"count"`
@@ -221,26 +220,4 @@ func text(s string) *string {
 		return nil
 	}
 	return &s
-}
-
-// flexID is an id the source writes as a string or a number; it is kept
-// exactly as written (a number's digits never pass through a float).
-type flexID string
-
-func (f *flexID) UnmarshalJSON(b []byte) error {
-	if bytes.Equal(b, []byte("null")) {
-		*f = ""
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		*f = flexID(s)
-		return nil
-	}
-	var n json.Number
-	if err := json.Unmarshal(b, &n); err != nil {
-		return err
-	}
-	*f = flexID(n.String())
-	return nil
 }
