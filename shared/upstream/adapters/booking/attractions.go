@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/bookingcom"
 )
 
 // graphqlPath is the GraphQL endpoint the site's front ends call.
@@ -228,7 +229,7 @@ type gqlSearchProducts struct {
 
 // attractions serves travel_booking/search-attractions.
 func (f fetcher) attractions(ctx context.Context, c *upstream.Call) (any, error) {
-	lang, err := language(c)
+	lang, err := bookingcom.Language(c)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/bookingcom"
 	"github.com/meridian-data/meridian/shared/upstream/htmldata"
 )
 
@@ -138,7 +139,7 @@ type envBlock struct {
 // hotel serves travel_booking/hotel from the hotel's page.
 func (f fetcher) hotel(ctx context.Context, c *upstream.Call) (any, error) {
 	id := strings.TrimSpace(c.Param("id"))
-	lang, err := language(c)
+	lang, err := bookingcom.Language(c)
 	if err != nil {
 		return nil, err
 	}

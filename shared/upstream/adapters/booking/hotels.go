@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/bookingcom"
 	"github.com/meridian-data/meridian/shared/upstream/pages"
 )
 
@@ -224,7 +225,7 @@ type HotelSummary struct {
 
 // searchHotels serves travel_booking/search-hotels from the results page.
 func (f fetcher) searchHotels(ctx context.Context, c *upstream.Call) (any, error) {
-	lang, err := language(c)
+	lang, err := bookingcom.Language(c)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/bookingcom"
 	"github.com/meridian-data/meridian/shared/upstream/pages"
 )
 
@@ -181,7 +182,7 @@ func locationsLimit(c *upstream.Call) int {
 
 // locationsRequest is travel_booking/locations' autocomplete request.
 func locationsRequest(c *upstream.Call) (pages.Request, error) {
-	lang, err := language(c)
+	lang, err := bookingcom.Language(c)
 	if err != nil {
 		return pages.Request{}, err
 	}

@@ -120,16 +120,7 @@ func TestNoDestination(t *testing.T) {
 	}
 }
 
-func TestLanguage(t *testing.T) {
-	for in, want := range map[string]string{"": "en-gb", "en": "en-gb", "en-US": "en-us", "pt_BR": "pt-br", "pt": "pt-pt", "de": "de", "de-AT": "de", "zh": "zh-cn"} {
-		got, err := language(&upstream.Call{Params: map[string]string{"language": in}})
-		if err != nil || got != want {
-			t.Errorf("%q: %q %v; want %q", in, got, err, want)
-		}
-	}
-	if _, err := language(&upstream.Call{Params: map[string]string{"language": "deu"}}); err == nil {
-		t.Error("a three-letter language was accepted")
-	}
+func TestAcceptLanguage(t *testing.T) {
 	if acceptLanguage("en-gb") != "en-GB,en;q=0.9" || acceptLanguage("de") != "de;q=1.0" {
 		t.Errorf("accept-language %q %q", acceptLanguage("en-gb"), acceptLanguage("de"))
 	}

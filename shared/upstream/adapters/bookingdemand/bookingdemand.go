@@ -300,34 +300,6 @@ func (t translated) in(lang string) *string {
 	return t[keys[0]]
 }
 
-// languages the API lists only with a region; a bare tag means its first.
-var regionDefault = map[string]string{"en": "en-gb", "pt": "pt-pt", "zh": "zh-cn"}
-
-// regioned are the region variants the API lists (common/languages).
-var regioned = map[string]bool{"en-gb": true, "en-us": true, "es-ar": true, "pt-br": true, "pt-pt": true, "zh-cn": true, "zh-tw": true}
-
-// language maps the caller's language (en, en-GB, pt_BR) to the API's
-// lowercase tags (default en-gb); a tag the API cannot take is a 422.
-func language(c *upstream.Call) (string, error) {
-	v := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(c.Param("language")), "_", "-"))
-	if v == "" {
-		return "en-gb", nil
-	}
-	parts := strings.Split(v, "-")
-	base := parts[0]
-	if len(base) != 2 {
-		return "", upstream.InvalidParameterFault("language", "unsupported_language",
-			"language must be a two-letter language, optionally with a region (such as en-GB): the source has no "+v+".")
-	}
-	if len(parts) > 1 && regioned[base+"-"+parts[1]] {
-		return base + "-" + parts[1], nil
-	}
-	if d, ok := regionDefault[base]; ok {
-		return d, nil
-	}
-	return base, nil
-}
-
 // remember resolves key through the runner's memory (shared by every
 // instance), namespaced and bounded.
 func remember(ctx context.Context, c *upstream.Call, kind, key string, ttl time.Duration, resolve func(context.Context) (string, error)) (string, error) {

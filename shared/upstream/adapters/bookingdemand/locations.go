@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/bookingcom"
 )
 
 // A destination is what accommodations/search can search in: one of the
@@ -224,7 +225,7 @@ func locations(ctx context.Context, c *upstream.Call) (any, error) {
 	if err != nil || limit < 1 {
 		limit = 10
 	}
-	lang, err := language(c)
+	lang, err := bookingcom.Language(c)
 	if err != nil {
 		return nil, err
 	}

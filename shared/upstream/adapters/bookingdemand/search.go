@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/bookingcom"
 )
 
 // pageSize is the search's rows (a multiple of 10, at most 100): 20
@@ -211,7 +212,7 @@ func searchHotels(ctx context.Context, c *upstream.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	lang, err := language(c)
+	lang, err := bookingcom.Language(c)
 	if err != nil {
 		return nil, err
 	}
