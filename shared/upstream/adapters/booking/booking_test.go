@@ -408,7 +408,7 @@ func TestSearchHotelsFaults(t *testing.T) {
 	}
 	u.Fault(t, booking.SearchHotelsEndpoint, "destination_id=-1000006&"+stay, upstream.ServerError)
 	out = u.Fault(t, booking.SearchHotelsEndpoint, "destination_id=-2167973&checkin=2026-11-20&checkout=2026-11-22", upstream.InvalidParameter)
-	if out.Fault.Field != "checkin" || out.Fault.Code != "in_the_past" {
+	if out.Fault.Field != "checkin" || out.Fault.Code != "date_in_past" {
 		t.Fatalf("past stay: %+v", out.Fault)
 	}
 	u.Fault(t, booking.SearchHotelsEndpoint, "location=Zzyzx+nowhere&"+stay, upstream.NotFound)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/bookingcom"
 )
 
 // acceptLanguage is what a browser set to lang sends: en-gb → "en-GB,en;q=0.9".
@@ -45,18 +46,8 @@ type stay struct {
 // charge kept), since the site would answer with no availability at all.
 func stayOf(c *upstream.Call) (stay, error) {
 	s := stay{checkin: c.Param("checkin"), checkout: c.Param("checkout"), adults: 2, rooms: 1}
-	in, err := time.Parse(time.DateOnly, s.checkin)
-	if err != nil {
-		return s, upstream.InvalidParameterFault("checkin", "invalid_date", "checkin must be a date (YYYY-MM-DD).")
-	}
-	out, err := time.Parse(time.DateOnly, s.checkout)
-	if err != nil || !out.After(in) {
-		return s, upstream.InvalidParameterFault("checkout", "before_checkin", "checkout must be a date after checkin.")
-	}
-	// The site's day starts earliest at UTC-12: a date that is today there
-	// is not refused.
-	if in.Before(c.Now.UTC().Add(-12 * time.Hour).Truncate(24 * time.Hour)) {
-		return s, upstream.InvalidParameterFault("checkin", "in_the_past", "checkin must not be in the past.")
+	if _, _, err := bookingcom.Dates(c); err != nil {
+		return s, err
 	}
 	if n, err := strconv.Atoi(c.Param("adults")); err == nil && n >= 1 {
 		s.adults = n

@@ -5,6 +5,7 @@ package bookingcom
 
 import (
 	"strings"
+	"time"
 
 	"github.com/meridian-data/meridian/shared/upstream"
 )
@@ -37,4 +38,29 @@ func Language(c *upstream.Call) (string, error) {
 		return d, nil
 	}
 	return base, nil
+}
+
+// Dates reads a stay's checkin and checkout. Both routes refuse the same
+// way, before any request: a date that does not parse, a checkout not
+// after its checkin (the registry checks that first) and a checkin
+// already past everywhere on Earth (the site's day starts at UTC-12 at
+// the earliest, so a date that is still today somewhere passes).
+func Dates(c *upstream.Call) (checkin, checkout time.Time, err error) {
+	checkin, err = time.Parse(time.DateOnly, c.Param("checkin"))
+	if err != nil {
+		return checkin, checkout, upstream.InvalidParameterFault("checkin", "invalid_date", "checkin must be a date (YYYY-MM-DD).")
+	}
+	checkout, err = time.Parse(time.DateOnly, c.Param("checkout"))
+	if err != nil {
+		return checkin, checkout, upstream.InvalidParameterFault("checkout", "invalid_date", "checkout must be a date (YYYY-MM-DD).")
+	}
+	earliest := c.Now.UTC().Add(-12 * time.Hour).Truncate(24 * time.Hour)
+	switch {
+	case checkin.Before(earliest):
+		return checkin, checkout, upstream.InvalidParameterFault("checkin", "date_in_past",
+			"checkin "+c.Param("checkin")+" is in the past; give today or a later date.")
+	case !checkout.After(checkin):
+		return checkin, checkout, upstream.InvalidParameterFault("checkout", "not_after_checkin", "checkout must be after checkin.")
+	}
+	return checkin, checkout, nil
 }

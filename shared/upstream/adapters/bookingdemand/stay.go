@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/meridian-data/meridian/shared/upstream"
+	"github.com/meridian-data/meridian/shared/upstream/adapters/bookingcom"
 )
 
 // The source's limits on a stay (accommodations/search and availability):
@@ -45,24 +46,13 @@ func (s stay) guests() map[string]any {
 // registry has already required checkout after checkin.
 func readStay(c *upstream.Call) (stay, error) {
 	var s stay
-	in, err := time.Parse(time.DateOnly, c.Param("checkin"))
+	in, out, err := bookingcom.Dates(c)
 	if err != nil {
-		return s, upstream.InvalidParameterFault("checkin", "invalid_date", "checkin must be a date (YYYY-MM-DD).")
+		return s, err
 	}
-	out, err := time.Parse(time.DateOnly, c.Param("checkout"))
-	if err != nil {
-		return s, upstream.InvalidParameterFault("checkout", "invalid_date", "checkout must be a date (YYYY-MM-DD).")
-	}
-	earliest := dateOf(c.Now.UTC().Add(-12 * time.Hour))
-	switch {
-	case in.Before(earliest):
-		return s, upstream.InvalidParameterFault("checkin", "date_in_past",
-			"checkin "+c.Param("checkin")+" is in the past; give today or a later date.")
-	case in.After(dateOf(c.Now.UTC()).AddDate(0, 0, maxDaysAhead)):
+	if in.After(dateOf(c.Now.UTC()).AddDate(0, 0, maxDaysAhead)) {
 		return s, upstream.InvalidParameterFault("checkin", "date_too_far",
 			fmt.Sprintf("checkin may be at most %d days ahead.", maxDaysAhead))
-	case !out.After(in):
-		return s, upstream.InvalidParameterFault("checkout", "not_after_checkin", "checkout must be after checkin.")
 	}
 	s.Checkin, s.Checkout = in.Format(time.DateOnly), out.Format(time.DateOnly)
 	s.Nights = int(out.Sub(in).Hours() / 24)
