@@ -64,3 +64,15 @@ func (f *FlexID) UnmarshalJSON(b []byte) error {
 	*f = FlexID(n.String())
 	return nil
 }
+
+// Text is s, or nil when the source sent it empty: an empty field is
+// unknown, not "".
+func Text(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Trimmed is s without surrounding space, or nil when nothing is left.
+func Trimmed(s string) *string { return Text(strings.TrimSpace(s)) }

@@ -37,3 +37,9 @@ func TestFlexID(t *testing.T) {
 		t.Error("an object is not an id")
 	}
 }
+
+func TestTextAndTrimmed(t *testing.T) {
+	if Text("") != nil || *Text(" a ") != " a " || Trimmed("  ") != nil || *Trimmed(" a ") != "a" {
+		t.Error("empty text is unknown; Trimmed drops surrounding space")
+	}
+}

@@ -231,11 +231,6 @@ func promotion(list, sale, saleMax *float64) (*float64, *priceRange) {
 	return list, &priceRange{Min: sale, Max: saleMax}
 }
 
-func str(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
+var str = upstream.Text
 
 func boolp(b bool) *bool { return &b }

@@ -615,9 +615,4 @@ func (r dealRow) item(m marketplace) dealItem {
 	return it
 }
 
-func nonEmpty(s string) *string {
-	if s = strings.TrimSpace(s); s == "" {
-		return nil
-	}
-	return &s
-}
+var nonEmpty = upstream.Trimmed

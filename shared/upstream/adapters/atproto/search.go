@@ -249,11 +249,6 @@ func dateTime(s string) *string {
 }
 
 // nonEmpty is nil for "", which the views use for "not set".
-func nonEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
+var nonEmpty = upstream.Text
 
 func ptr[T any](v T) *T { return &v }

@@ -231,12 +231,7 @@ func bodyFault(raw []byte, c *upstream.Call) *upstream.Fault {
 // ---- values the source writes loosely ----
 
 // text is a string the source may send as null or "": both are unknown.
-func text(s string) *string {
-	if s = strings.TrimSpace(s); s == "" {
-		return nil
-	}
-	return &s
-}
+var text = upstream.Trimmed
 
 // place is a location the source writes as an object with its text
 // (linkedinText) or, in places, as the text itself.

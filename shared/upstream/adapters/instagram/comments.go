@@ -314,12 +314,7 @@ func unixTime(v any) *string {
 	return &t
 }
 
-func nonEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
+var nonEmpty = upstream.Text
 
 // located is the post's node in a page, or why there is none.
 type located struct {

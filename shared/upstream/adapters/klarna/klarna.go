@@ -853,12 +853,7 @@ func str(v any) string {
 	return ""
 }
 
-func text(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
+var text = upstream.Text
 
 // firstText is the first value that is non-empty text.
 func firstText(vs ...any) *string {

@@ -215,9 +215,4 @@ func classify(f *upstream.Fault, raw []byte, c *upstream.Call) *upstream.Fault {
 }
 
 // text is a string the source may send as null or "": both are unknown.
-func text(s string) *string {
-	if s = strings.TrimSpace(s); s == "" {
-		return nil
-	}
-	return &s
-}
+var text = upstream.Trimmed

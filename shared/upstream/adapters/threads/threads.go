@@ -333,12 +333,7 @@ func firstNonEmpty(s ...string) string {
 }
 
 // text is a string the source may send empty: empty is unknown.
-func text(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
+var text = upstream.Text
 
 // timestamp turns the source's ISO 8601 time ("2024-09-12T23:17:39+0000")
 // into RFC 3339 UTC; anything else is kept as sent rather than lost.

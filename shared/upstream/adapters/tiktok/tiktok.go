@@ -193,12 +193,7 @@ func text(s *string) *string {
 	return &v
 }
 
-func str(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
+var str = upstream.Text
 
 // unixTime is an RFC 3339 UTC time of Unix seconds, null when unknown.
 func unixTime(f flexInt) *string {

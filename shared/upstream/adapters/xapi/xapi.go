@@ -181,12 +181,7 @@ func firstNonEmpty(s ...string) string {
 }
 
 // text is a string the source may send as null or "": both are unknown.
-func text(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
+var text = upstream.Text
 
 // ---- microblog_b/search-posts ----
 

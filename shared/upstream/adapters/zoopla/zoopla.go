@@ -248,12 +248,7 @@ func deref(s *string) string {
 	return *s
 }
 
-func str(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
+var str = upstream.Text
 
 // absolute makes a site path absolute on the origin; other values pass
 // only when they already are http(s) URLs.
