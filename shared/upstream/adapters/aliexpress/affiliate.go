@@ -2,6 +2,7 @@ package aliexpress
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -355,7 +356,7 @@ func mapAPIProduct(p apiProduct) (item, string, bool) {
 		list, sale, cur = p.OriginalPrice, p.SalePrice, p.SalePriceCurrency
 	}
 	if cur == "" {
-		cur = firstNonEmpty(p.TargetOriginalCur, p.OriginalPriceCurrency)
+		cur = cmp.Or(p.TargetOriginalCur, p.OriginalPriceCurrency)
 	}
 	price, promo := promotion(list.ptr(), sale.ptr(), nil)
 	it := item{
@@ -391,7 +392,7 @@ func apiSorts() []string {
 // platform's own failures are retried.
 func gatewayFault(e apiError) *upstream.Fault {
 	code := e.Code.String()
-	msg := clip(firstNonEmpty(e.Message, e.Msg))
+	msg := clip(cmp.Or(e.Message, e.Msg))
 	f := &upstream.Fault{Kind: upstream.Rejected, Reason: "the affiliate API refused the call: " + code + " " + e.SubCode + " " + msg}
 	lc := strings.ToLower(code + " " + e.SubCode)
 	switch {
@@ -412,15 +413,6 @@ func clip(s string) string {
 		s = strings.ToValidUTF8(s[:160], "") + "…"
 	}
 	return s
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }
 
 // flexString is an id or code the source writes as a string or a number;

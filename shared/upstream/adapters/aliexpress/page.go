@@ -1,6 +1,7 @@
 package aliexpress
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -248,7 +249,7 @@ func mapPageItem(pi pageItem) (item, string, bool) {
 		Price:          price,
 		PromotionPrice: promo,
 		SalesLabel:     str(strings.TrimSpace(pi.Trade.TradeDesc)),
-		Title:          str(strings.TrimSpace(firstNonEmpty(pi.Title.DisplayTitle, pi.Title.SeoTitle))),
+		Title:          str(strings.TrimSpace(cmp.Or(pi.Title.DisplayTitle, pi.Title.SeoTitle))),
 		Type:           "product",
 		URL:            productURL(id),
 	}
@@ -265,7 +266,7 @@ func mapPageItem(pi pageItem) (item, string, bool) {
 		it.Sales = &n
 	}
 	for _, sp := range pi.SellingPoints {
-		text := firstNonEmpty(sp.TagContent.DisplayTagText, sp.TagContent.TagText)
+		text := cmp.Or(sp.TagContent.DisplayTagText, sp.TagContent.TagText)
 		if text == "" && sp.TagContent.TagImgURL == "" {
 			continue
 		}

@@ -2,6 +2,7 @@ package aliexpress
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/url"
@@ -265,9 +266,9 @@ func mapSimilarProduct(p apiProduct) (similarItem, bool) {
 	if sale == nil && list == nil {
 		// No target-currency prices: the product's own currency.
 		sale, list, app, cur = p.SalePrice.ptr(), p.OriginalPrice.ptr(), p.AppSalePrice.ptr(), p.SalePriceCurrency
-		cur = firstNonEmpty(cur, p.OriginalPriceCurrency)
+		cur = cmp.Or(cur, p.OriginalPriceCurrency)
 	} else {
-		cur = firstNonEmpty(cur, p.TargetOriginalCur)
+		cur = cmp.Or(cur, p.TargetOriginalCur)
 	}
 	price := sale
 	if price == nil {

@@ -1,6 +1,7 @@
 package threads
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/url"
@@ -180,7 +181,7 @@ func post(m mediaObject, handle string) Post {
 		QuotedID: ref(m.QuotedPost), RepostedID: ref(m.RepostedPost), LinkURL: text(m.LinkAttachmentURL)}
 	if p.URL == nil && m.Shortcode != "" {
 		// The source omits the permalink of media flagged for copyright.
-		link := profileURL(firstNonEmpty(m.Username, handle)) + "/post/" + url.PathEscape(m.Shortcode)
+		link := profileURL(cmp.Or(m.Username, handle)) + "/post/" + url.PathEscape(m.Shortcode)
 		p.URL = &link
 	}
 	switch {

@@ -18,6 +18,7 @@
 package threads
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,7 +90,7 @@ func (g *graphError) describe() string {
 	if g.Subcode != 0 {
 		s += "/" + strconv.Itoa(g.Subcode)
 	}
-	s += ") " + firstNonEmpty(g.Message, g.UserMsg, g.Type)
+	s += ") " + cmp.Or(g.Message, g.UserMsg, g.Type)
 	return upstream.Clip(s, 240)
 }
 
@@ -321,15 +322,6 @@ func pageCursor(c *upstream.Call, q url.Values) (bool, error) {
 	}
 	q.Set("after", cur)
 	return true, nil
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // text is a string the source may send empty: empty is unknown.

@@ -14,6 +14,7 @@
 package xapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -167,17 +168,8 @@ func classify(resp *upstream.Response, err error, now time.Time) error {
 
 // describe is a problem's title and detail for a fault reason.
 func describe(p problem) string {
-	s := strings.Trim(p.Title+": "+firstNonEmpty(p.Detail, p.Reason, p.Message), ": ")
+	s := strings.Trim(p.Title+": "+cmp.Or(p.Detail, p.Reason, p.Message), ": ")
 	return upstream.Clip(s, 200)
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // text is a string the source may send as null or "": both are unknown.
@@ -425,7 +417,7 @@ func post(t tweet, users map[string]user) Post {
 			p.Mentions = append(p.Mentions, m.Username)
 		}
 		for _, u := range ents.URLs {
-			p.Links = append(p.Links, firstNonEmpty(u.UnwoundURL, u.ExpandedURL, u.URL))
+			p.Links = append(p.Links, cmp.Or(u.UnwoundURL, u.ExpandedURL, u.URL))
 		}
 	}
 	return p
@@ -601,7 +593,7 @@ func profile(ctx context.Context, c *upstream.Call) (any, error) {
 		p.VerifiedBlue = &blue
 	}
 	if e := u.Entities; e != nil && e.URL != nil && len(e.URL.URLs) > 0 {
-		p.BioLink = text(firstNonEmpty(e.URL.URLs[0].ExpandedURL, e.URL.URLs[0].URL))
+		p.BioLink = text(cmp.Or(e.URL.URLs[0].ExpandedURL, e.URL.URLs[0].URL))
 	} else {
 		p.BioLink = text(u.URL) // the t.co link when X sent no expansion
 	}
