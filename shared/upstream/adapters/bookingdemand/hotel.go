@@ -76,13 +76,7 @@ type details struct {
 	Facilities []struct {
 		ID json.Number `json:"id"`
 	} `json:"facilities"`
-	Location *struct {
-		Address     translated  `json:"address"`
-		City        json.Number `json:"city"`
-		Coordinates *coords     `json:"coordinates"`
-		Country     string      `json:"country"`
-		PostalCode  string      `json:"postal_code"`
-	} `json:"location"`
+	Location      *location  `json:"location"`
 	Name          translated `json:"name"`
 	NumberOfRooms *int       `json:"number_of_rooms"`
 	Photos        []photo    `json:"photos"`
@@ -175,26 +169,56 @@ type scores struct {
 	Score           *float64 `json:"score"`
 }
 
+// location is where the details place a property.
+type location struct {
+	Address     translated  `json:"address"`
+	City        json.Number `json:"city"`
+	Coordinates *coords     `json:"coordinates"`
+	Country     string      `json:"country"`
+	PostalCode  string      `json:"postal_code"`
+}
+
+// Place is where a property is, as travel_booking/hotel and each
+// search-hotels result both show it.
+type Place struct {
+	Address            *string  `json:"address"`
+	City               *string  `json:"city"`
+	District           *string  `json:"district"`
+	Postcode           *string  `json:"postcode"`
+	CountryCode        *string  `json:"country_code"`
+	DestinationID      *string  `json:"destination_id"`
+	Latitude           *float64 `json:"latitude"`
+	Longitude          *float64 `json:"longitude"`
+	DistanceToCentreKm *float64 `json:"distance_to_centre_km"`
+}
+
+// read fills the place from the details' location (the city's name comes
+// later, from the cities lookup).
+func (p *Place) read(loc *location, lang string) {
+	if loc == nil {
+		return
+	}
+	p.Address = loc.Address.in(lang)
+	p.Postcode = text(loc.PostalCode)
+	p.CountryCode = upper(text(loc.Country))
+	p.DestinationID = idString(loc.City)
+	if loc.Coordinates != nil {
+		p.Latitude, p.Longitude = loc.Coordinates.Latitude, loc.Coordinates.Longitude
+	}
+}
+
 // ---- travel_booking/hotel ----
 
 // Hotel is the data of travel_booking/hotel. Fields after Warnings are the
 // spec's unshown extras (stay, ratings, texts, photos, house times).
 type Hotel struct {
-	ID                   string          `json:"id"`
-	Name                 *string         `json:"name"`
-	URL                  *string         `json:"url"`
-	Platform             string          `json:"platform"`
-	Type                 string          `json:"type"`
-	AccommodationType    *string         `json:"accommodation_type"`
-	Address              *string         `json:"address"`
-	City                 *string         `json:"city"`
-	District             *string         `json:"district"`
-	Postcode             *string         `json:"postcode"`
-	CountryCode          *string         `json:"country_code"`
-	DestinationID        *string         `json:"destination_id"`
-	Latitude             *float64        `json:"latitude"`
-	Longitude            *float64        `json:"longitude"`
-	DistanceToCentreKm   *float64        `json:"distance_to_centre_km"`
+	ID                string  `json:"id"`
+	Name              *string `json:"name"`
+	URL               *string `json:"url"`
+	Platform          string  `json:"platform"`
+	Type              string  `json:"type"`
+	AccommodationType *string `json:"accommodation_type"`
+	Place
 	Timezone             *string         `json:"timezone"`
 	CheckinDate          string          `json:"checkin_date"`
 	CheckoutDate         string          `json:"checkout_date"`
@@ -514,15 +538,7 @@ func baseHotel(d *details, lang string, st stay) Hotel {
 		CheckinDate: st.Checkin, CheckoutDate: st.Checkout, Nights: st.Nights, Currency: text(d.Currency),
 		Guests:          Guests{Adults: st.Adults, ChildrenAges: append([]int{}, st.Children...), Rooms: st.Rooms},
 		LanguagesSpoken: append([]string{}, d.SpokenLanguages...), TotalRoomCount: d.NumberOfRooms, Photos: []string{}}
-	if loc := d.Location; loc != nil {
-		h.Address = loc.Address.in(lang)
-		h.Postcode = text(loc.PostalCode)
-		h.CountryCode = upper(text(loc.Country))
-		h.DestinationID = idString(loc.City)
-		if loc.Coordinates != nil {
-			h.Latitude, h.Longitude = loc.Coordinates.Latitude, loc.Coordinates.Longitude
-		}
-	}
+	h.Place.read(d.Location, lang)
 	if r := d.Rating; r != nil {
 		h.ReviewCount, h.ReviewScore, h.Stars = r.NumberOfReviews, r.ReviewScore, r.Stars
 	}

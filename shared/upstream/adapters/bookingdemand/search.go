@@ -61,31 +61,23 @@ type Destination struct {
 // travel_booking/hotel, and its cheapest stay's price for every guest and
 // room over the whole stay.
 type Result struct {
-	ID                 string   `json:"id"`
-	Name               *string  `json:"name"`
-	URL                *string  `json:"url"`
-	Platform           string   `json:"platform"`
-	Type               string   `json:"type"`
-	AccommodationType  *string  `json:"accommodation_type"`
-	Address            *string  `json:"address"`
-	City               *string  `json:"city"`
-	District           *string  `json:"district"`
-	Postcode           *string  `json:"postcode"`
-	CountryCode        *string  `json:"country_code"`
-	DestinationID      *string  `json:"destination_id"`
-	Latitude           *float64 `json:"latitude"`
-	Longitude          *float64 `json:"longitude"`
-	DistanceToCentreKm *float64 `json:"distance_to_centre_km"`
-	ImageURL           *string  `json:"image_url"`
-	Price              *Price   `json:"price"`
-	PriceAllInclusive  *float64 `json:"price_all_inclusive"`
-	PricePerNight      *float64 `json:"price_per_night"`
-	Rating             *float64 `json:"rating"`
-	ReviewCount        *int64   `json:"review_count"`
-	Stars              *float64 `json:"stars"`
-	FreeCancellation   *bool    `json:"free_cancellation"`
-	BreakfastIncluded  *bool    `json:"breakfast_included"`
-	SoldOut            bool     `json:"sold_out"`
+	ID                string  `json:"id"`
+	Name              *string `json:"name"`
+	URL               *string `json:"url"`
+	Platform          string  `json:"platform"`
+	Type              string  `json:"type"`
+	AccommodationType *string `json:"accommodation_type"`
+	Place
+	ImageURL          *string  `json:"image_url"`
+	Price             *Price   `json:"price"`
+	PriceAllInclusive *float64 `json:"price_all_inclusive"`
+	PricePerNight     *float64 `json:"price_per_night"`
+	Rating            *float64 `json:"rating"`
+	ReviewCount       *int64   `json:"review_count"`
+	Stars             *float64 `json:"stars"`
+	FreeCancellation  *bool    `json:"free_cancellation"`
+	BreakfastIncluded *bool    `json:"breakfast_included"`
+	SoldOut           bool     `json:"sold_out"`
 }
 
 // Price is a price for the stay (every night, guest and room) as the
@@ -413,15 +405,7 @@ func result(r searchResult, d *details, nm *names, lang string, nights int) Resu
 	if nm != nil {
 		item.AccommodationType = name(nm.Types, d.AccommodationType)
 	}
-	if loc := d.Location; loc != nil {
-		item.Address = loc.Address.in(lang)
-		item.Postcode = text(loc.PostalCode)
-		item.CountryCode = upper(text(loc.Country))
-		item.DestinationID = idString(loc.City)
-		if loc.Coordinates != nil {
-			item.Latitude, item.Longitude = loc.Coordinates.Latitude, loc.Coordinates.Longitude
-		}
-	}
+	item.Place.read(d.Location, lang)
 	if rt := d.Rating; rt != nil {
 		item.Rating, item.ReviewCount, item.Stars = rt.ReviewScore, rt.NumberOfReviews, rt.Stars
 	}
