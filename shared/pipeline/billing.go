@@ -65,6 +65,10 @@ func (p *Pipeline) dispatch(x *exchange, c *Call) {
 		return
 	}
 	if cu.hit != nil {
+		if wantsStream(c) {
+			p.streamCached(x, c, cu.hit)
+			return
+		}
 		p.deliverCached(x, c, cu.hit)
 		return
 	}
@@ -73,39 +77,76 @@ func (p *Pipeline) dispatch(x *exchange, c *Call) {
 		x.fail(refusal)
 		return
 	}
-	if e.Kind != registry.Data || e.Cost == 0 || p.cfg.Store == nil {
-		data, err := p.run(h, x, c)
-		p.countFairUse(x, c, fu)
-		if err != nil {
-			x.fail(err)
-			return
-		}
-		p.deliver(x, c, data, 0, c.CreditsRemaining, cu, nil)
+	if _, composite := p.cfg.Composites[e.Key()]; composite {
+		c.legs = p.newLegs(x, c)
+	}
+	if wantsStream(c) {
+		p.stream(x, c, h, cu, fu)
 		return
 	}
-	charge := store.Charge{
-		RequestID: c.RequestID, AccountID: c.Principal.AccountID, KeyID: c.Principal.KeyID,
-		KeyPrefix: c.Principal.KeyPrefix, Endpoint: e.Path(), Cost: e.Cost,
-	}
-	res, err := billingOp(x, func(ctx context.Context) (store.Reservation, error) { return p.cfg.Store.Reserve(ctx, charge) })
-	if err != nil {
-		refusal := p.reserveRefusal(x, err)
-		if refusal.Type == envelope.InternalError {
-			// The reservation may have been written before the error: take
-			// it back, so an uncertain outcome never stays charged.
-			p.refund(x, charge, refusal)
-		}
-		x.fail(refusal)
+	charge, remaining, ok := p.reserve(x, c)
+	if !ok {
 		return
 	}
 	data, herr := p.run(h, x, c)
 	p.countFairUse(x, c, fu)
 	if herr != nil {
-		p.refund(x, charge, herr)
+		if charge != nil {
+			p.refund(x, *charge, herr)
+		}
 		x.fail(herr)
 		return
 	}
-	p.deliver(x, c, data, e.Cost, envelope.Amount(res.CreditsRemaining), cu, &charge)
+	if charge == nil {
+		p.deliver(x, c, data, 0, c.CreditsRemaining, cu, nil)
+		return
+	}
+	p.deliver(x, c, data, e.Cost, remaining, cu, charge)
+}
+
+// billed: a paid data call, reserved before its handler and settled or
+// refunded after. A composite's legs are not: the composite charges once.
+func (p *Pipeline) billed(c *Call) bool {
+	e := c.Endpoint
+	return e.Kind == registry.Data && e.Cost > 0 && p.cfg.Store != nil && c.parent == ""
+}
+
+// reserve takes a billed call's cost from the wallet (and the key's
+// credit_limit) before its handler runs. It answers a refusal itself and
+// reports !ok; an unbilled call gets a nil charge.
+func (p *Pipeline) reserve(x *exchange, c *Call) (charge *store.Charge, remaining *int64, ok bool) {
+	if !p.billed(c) {
+		return nil, nil, true
+	}
+	ch := store.Charge{
+		RequestID: c.RequestID, AccountID: c.Principal.AccountID, KeyID: c.Principal.KeyID,
+		KeyPrefix: c.Principal.KeyPrefix, Endpoint: c.Endpoint.Path(), Cost: c.Endpoint.Cost,
+	}
+	res, err := billingOp(x, func(ctx context.Context) (store.Reservation, error) { return p.cfg.Store.Reserve(ctx, ch) })
+	if err != nil {
+		refusal := p.reserveRefusal(x, err)
+		if refusal.Type == envelope.InternalError {
+			// The reservation may have been written before the error: take
+			// it back, so an uncertain outcome never stays charged.
+			p.refund(x, ch, refusal)
+		}
+		x.fail(refusal)
+		return nil, nil, false
+	}
+	return &ch, envelope.Amount(res.CreditsRemaining), true
+}
+
+// settle records a billed call's success. A settle that cannot be written
+// leaves the reservation "reserved"; reconciliation refunds reservations
+// with no recorded success, so the error can only cost Meridian, never the
+// caller.
+func (p *Pipeline) settle(x *exchange, charge store.Charge) {
+	if _, err := billingOp(x, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, p.cfg.Store.Settle(ctx, charge.AccountID, charge.RequestID)
+	}); err != nil {
+		p.cfg.Logger.Error("settle failed", "request_id", x.requestID, "error", err.Error())
+		p.reconcileLater(x, usage.Settle, charge)
+	}
 }
 
 // deliver answers a fresh success. It encodes the data first: a body that
@@ -132,15 +173,7 @@ func (p *Pipeline) deliver(x *exchange, c *Call, data any, used int64, remaining
 	}
 	raw = bytes.TrimSuffix(raw, []byte("\n"))
 	if charge != nil {
-		// A settle that cannot be written leaves the reservation "reserved";
-		// reconciliation refunds reservations with no recorded success, so
-		// the error can only cost Meridian, never the caller.
-		if _, err := billingOp(x, func(ctx context.Context) (struct{}, error) {
-			return struct{}{}, p.cfg.Store.Settle(ctx, charge.AccountID, charge.RequestID)
-		}); err != nil {
-			p.cfg.Logger.Error("settle failed", "request_id", x.requestID, "error", err.Error())
-			p.reconcileLater(x, usage.Settle, *charge)
-		}
+		p.settle(x, *charge)
 	}
 	p.keep(x, cu, raw)
 	s := p.success(x, c, json.RawMessage(raw), used, remaining)

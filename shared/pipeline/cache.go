@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
 	"strings"
 	"time"
 
@@ -44,7 +45,14 @@ func (p *Pipeline) cacheUse(x *exchange, c *Call) cacheUse {
 	if p.cfg.Cache == nil || ttl == 0 || ownerBound {
 		return cacheUse{status: cacheOff}
 	}
-	sum := sha256.Sum256([]byte(c.Endpoint.Key() + "?" + c.Params.CacheKey()))
+	// stream changes how the data travels, not the data: a streamed call
+	// and a plain one share the entry.
+	shared := c.Params
+	if _, ok := shared.Values["stream"]; ok && c.Endpoint.Streams {
+		shared.Values = maps.Clone(shared.Values)
+		delete(shared.Values, "stream")
+	}
+	sum := sha256.Sum256([]byte(c.Endpoint.Key() + "?" + shared.CacheKey()))
 	cu := cacheUse{key: hex.EncodeToString(sum[:]), ttl: ttl, lookup: true, keep: true, status: cacheMiss}
 	for _, d := range strings.Split(strings.ToLower(x.r.Header.Get("cache-control")), ",") {
 		switch strings.TrimSpace(d) {

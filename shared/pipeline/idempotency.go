@@ -115,12 +115,16 @@ func (p *Pipeline) claimIdempotency(x *exchange, scope idemScope) (finish func()
 	return func() {
 		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), billingTimeout)
 		defer cancel()
-		status := x.w.status
+		status, captured := x.w.status, x.w.capture.Bytes()
 		// A replay is the stored JSON envelope (spec 4.10.2); a document
 		// in another format (utility/llms markdown, free) is not kept, so
 		// a retry runs again rather than replaying it as JSON. Nothing
 		// written (a panic on its way to a 500) is not an outcome either.
+		// A stream keeps its result event's envelope.
 		notJSON := !strings.HasPrefix(x.w.Header().Get("content-type"), "application/json")
+		if x.streamed != nil {
+			status, captured, notJSON = x.streamed.status, x.streamed.body, false
+		}
 		if status == 0 || worthRetrying(status) || notJSON {
 			if err := p.cfg.Idempotency.ReleaseIdempotency(bg, scope.owner, key, x.requestID); err != nil {
 				p.cfg.Logger.Warn("idempotency key not freed; its lease will", "request_id", x.requestID, "error", err.Error())
@@ -129,7 +133,7 @@ func (p *Pipeline) claimIdempotency(x *exchange, scope idemScope) (finish func()
 		}
 		// Bodies are kept gzip-compressed. One too large even so is kept as
 		// a marker: a retry is refused rather than run (and charged) again.
-		body := compress(x.w.capture.Bytes())
+		body := compress(captured)
 		if scope.secret != "" {
 			body = seal(sealKey(scope.secret, raw), body)
 		}

@@ -42,6 +42,12 @@ type Call struct {
 	// upstreamRan: the upstream layer served the call, so Upstream.Attempts
 	// is exact (0 when every route was resting); other handlers count as one.
 	upstreamRan bool
+	// parent is the request id of the composite this call is a leg of.
+	parent string
+	// legs runs a composite's legs; events streams them (stream=1) or
+	// reports MCP progress.
+	legs   *legs
+	events func(event string, data any, delivered bool) bool
 }
 
 // Handler serves one endpoint after the pipeline has admitted the call.
@@ -93,6 +99,12 @@ type Config struct {
 	// Upstream serves every data endpoint it has an eligible route for
 	// (unless Handlers already has one).
 	Upstream *upstream.Runner
+	// Composites are operations built from the registry's operations, by
+	// endpoint key; each is available when one of its legs is.
+	Composites map[string]Composite
+	// StreamKeepAlive is how often a quiet event stream gets a comment
+	// line (default 15 s).
+	StreamKeepAlive time.Duration
 	// URLPolicy, when set, refuses URL-typed parameters that lead to
 	// non-public addresses (422) before any fetch or charge.
 	URLPolicy *upstream.URLPolicy
@@ -122,6 +134,9 @@ func New(cfg Config) *Pipeline {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.StreamKeepAlive <= 0 {
+		cfg.StreamKeepAlive = 15 * time.Second
 	}
 	r, d := &cfg.LimitRules, store.DefaultLimits
 	if r.Rate <= 0 {
@@ -169,6 +184,18 @@ func New(cfg Config) *Pipeline {
 			handlers[k] = h
 		}
 	}
+	// Composites last: they are available when one of their legs is.
+	for k, comp := range cfg.Composites {
+		if _, set := handlers[k]; set {
+			continue
+		}
+		for _, leg := range comp.Legs {
+			if _, ok := handlers[leg]; ok {
+				handlers[k] = p.compositeHandler(comp)
+				break
+			}
+		}
+	}
 	return p
 }
 
@@ -205,6 +232,11 @@ type exchange struct {
 	// billingStatus is error.details.billing_status of a paid call whose
 	// billing the request path could not finish (reconciliation will).
 	billingStatus string
+	// parentID is the composite call a leg belongs to.
+	parentID string
+	// streamed is a stream's final result envelope and its status: what an
+	// Idempotency-Key keeps for replay, and what the usage event reports.
+	streamed *streamOutcome
 }
 
 func (p *Pipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -260,6 +292,14 @@ func (p *Pipeline) route(x *exchange) {
 	}
 }
 
+// status is the answer's status: a stream's is its result's.
+func (x *exchange) status() int {
+	if x.streamed != nil {
+		return x.streamed.status
+	}
+	return x.w.status
+}
+
 func (x *exchange) fail(e *envelope.Error) {
 	x.errType = e.Type
 	envelope.WriteError(x.w, e, x.requestID, x.docBase)
@@ -290,7 +330,7 @@ func (p *Pipeline) logRequest(x *exchange, start time.Time) {
 		"request_id", x.requestID,
 		"method", auth.ForLog(x.r.Method, 16),
 		"path", auth.ForLog(x.r.URL.EscapedPath(), 256), // never the query: it may carry a key sent by mistake
-		"status", x.w.status,
+		"status", x.status(),
 		"duration_ms", float64(p.cfg.Now().Sub(start).Microseconds()) / 1000,
 	}
 	if p.cfg.Family != "" {
@@ -307,6 +347,9 @@ func (p *Pipeline) logRequest(x *exchange, start time.Time) {
 	}
 	if x.replayOf != "" {
 		attrs = append(attrs, "replay_of", x.replayOf)
+	}
+	if x.parentID != "" {
+		attrs = append(attrs, "parent_request_id", x.parentID)
 	}
 	if x.call != nil && x.call.Upstream.Attempts > 0 {
 		// Which route answered and how (spec 2.7 legs), for debugging.
@@ -332,6 +375,9 @@ func (s *statusWriter) WriteHeader(code int) {
 	s.status, s.wrote = code, true
 	s.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController flush a stream.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 func (s *statusWriter) Write(b []byte) (int, error) {
 	if !s.wrote {

@@ -48,13 +48,14 @@ func (p *Pipeline) emitUsage(x *exchange, latency time.Duration) {
 	}
 	e := usage.Event{
 		RequestID: x.requestID, At: p.cfg.Now().UTC(), Method: x.r.Method,
-		Status: x.w.status, ErrorType: string(x.errType),
+		Status: x.status(), ErrorType: string(x.errType),
 		LatencyMS:     float64(latency.Microseconds()) / 1000,
 		Cache:         x.w.Header().Get("x-cache"),
 		Sandbox:       x.sandbox,
 		BillingStatus: x.billingStatus,
 		Served:        x.served && !x.sandbox,
 	}
+	e.ParentRequestID = x.parentID
 	if x.billingStatus == "" {
 		credits, _ := strconv.ParseInt(x.w.Header().Get("x-credits-used"), 10, 64)
 		e.Credits = &credits

@@ -43,6 +43,9 @@ type Event struct {
 	// Served: a /v1 data call that reached its source or the cache, the
 	// calls /v1/status counts (refusals are not a platform's health).
 	Served bool `json:"served"`
+	// ParentRequestID names the composite call (search/all, …) this call
+	// was a leg of; a leg is never charged itself.
+	ParentRequestID string `json:"parent_request_id,omitempty"`
 }
 
 // Reconciliation actions.
