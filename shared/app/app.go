@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/meridian-data/meridian/shared/auth"
+	"github.com/meridian-data/meridian/shared/composite"
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/gateway"
 	"github.com/meridian-data/meridian/shared/openapi"
@@ -128,6 +129,7 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 	}
 	return pipeline.Config{
 		Upstream:      runner,
+		Composites:    composite.All(),
 		URLPolicy:     urlPolicy,
 		Events:        deps.Events,
 		DataSchemas:   schemas.For,

@@ -44,6 +44,10 @@ func TestOnDynamoDB(t *testing.T) {
 		"DryRunChargesNothing":                         testDryRunChargesNothing,
 		"UpstreamFaultMatrix":                          testUpstreamFaultMatrix,
 		"UpstreamFailover":                             testUpstreamFailover,
+		"CompositeChargesOnceAndLegsNothing":           testCompositeChargesOnceAndLegsNothing,
+		"CompositeStreams":                             testCompositeStreams,
+		"LegsStayWithinFreeSlots":                      testLegsStayWithinFreeSlots,
+		"ConcurrentCompositesNeverOverspend":           testConcurrentCompositesNeverOverspend,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
