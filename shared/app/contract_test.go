@@ -37,6 +37,7 @@ import (
 
 	"github.com/meridian-data/meridian/shared/app"
 	"github.com/meridian-data/meridian/shared/auth"
+	"github.com/meridian-data/meridian/shared/composite"
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/gateway"
 	"github.com/meridian-data/meridian/shared/pipeline"
@@ -115,6 +116,9 @@ func newContractEnv(t *testing.T, o contractOptions) *contractEnv {
 	env.key = contractAccount(t, s, 1000, nil)
 	for _, k := range runner.Endpoints() {
 		env.wired[k] = true
+	}
+	for k, c := range composite.All() {
+		env.wired[k] = slices.ContainsFunc(c.Legs, func(leg string) bool { return env.wired[leg] })
 	}
 	throttle := o.throttle
 	if throttle == nil {

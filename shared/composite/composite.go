@@ -11,7 +11,8 @@ import "github.com/meridian-data/meridian/shared/pipeline"
 // All is every composite, by endpoint key.
 func All() map[string]pipeline.Composite {
 	return map[string]pipeline.Composite{
-		"search/all":      SearchAll(),
-		"search/creators": SearchCreators(),
+		"search/all":             SearchAll(),
+		"search/creators":        SearchCreators(),
+		"bundle/creator-vetting": CreatorVetting(),
 	}
 }

@@ -437,7 +437,12 @@ var webAndBundles = []Endpoint{
 	},
 	{
 		Platform: "bundle", ID: "creator-vetting", Family: Bundle, Kind: Data, Cost: 8, Origin: SpecListed, FairUse: metered / 4,
-		Name: "Creator vetting bundle", Description: "Engagement evidence for a creator from sampled posts and comments; no authenticity grade is inferred.",
+		Name: "Creator vetting bundle",
+		Description: "Engagement evidence for a creator from sampled posts and comments; no authenticity grade is inferred. " +
+			"Built from the platform's profile, posts and comments operations (legs cost nothing; the bundle charges its price once, and nothing when the posts cannot be read). " +
+			"interactions = the reported likes + comments + shares of a post (views excluded; null when none is reported); avg_engagement_per_post averages posts with engagement only (an unreported counter is never counted as 0); " +
+			"engagement_rate = avg_engagement_per_post / the profile's followers (null when unknown or 0); view_engagement_rate = interactions / views; posting_cadence_days = (newest - oldest post date) / (dated posts - 1). " +
+			"Comments come from the comment_posts newest sampled posts that do not report 0 comments, at most comments_per_post each. count_sources cite the endpoint, post id and field of every counter.",
 		Params: []Param{
 			handleParam.Req().Ex("example"),
 			P("platform", String, "The creator's platform.").Req().OneOf("short_video_a", "photo_social", "video_platform", "microblog_b", "microblog_c").Ex("microblog_b"),
@@ -449,7 +454,9 @@ var webAndBundles = []Endpoint{
 	},
 	{
 		Platform: "search", ID: "all", Family: Search, Kind: Data, Cost: 5, Origin: SpecNamed, Streams: true, FairUse: metered * 4,
-		Name: "Search all platforms", Description: "One query across the searchable platforms; stream=1 streams results as server-sent events.",
+		Name: "Search all platforms",
+		Description: "One query across the searchable platforms' own search endpoints, at most limit results from each; legs[] says how each platform's search went, _warnings names those that failed or timed out (20 s each). " +
+			streamRule,
 		Params: []Param{
 			queryParam.Ex("golang"),
 			P("platforms", List, "Comma list of platforms to search; all searchable platforms when omitted.").OneOf(searchablePlatforms...),
@@ -460,7 +467,9 @@ var webAndBundles = []Endpoint{
 	},
 	{
 		Platform: "search", ID: "creators", Family: Search, Kind: Data, Cost: 5, Origin: SpecNamed, Streams: true, FairUse: metered * 4,
-		Name: "Search creators", Description: "Find creator accounts across social and video platforms; stream=1 streams results.",
+		Name: "Search creators",
+		Description: "Find creator accounts across social and video platforms: their people and channel searches, and the distinct authors of matching posts where a platform has no people search (found_by says which). " +
+			streamRule,
 		Params: []Param{
 			queryParam.Ex("home baking"),
 			P("platforms", List, "Comma list of platforms to search; all creator platforms when omitted.").OneOf(creatorPlatforms...),
@@ -470,6 +479,12 @@ var webAndBundles = []Endpoint{
 		Decision: "A fan-out over the people and channel searches of the creator platforms: query, platforms, a per-platform limit and stream (spec 4.4). Cost 5, as search/all.",
 	},
 }
+
+// streamRule is how the fan-outs charge, stream and count against limits.
+const streamRule = "Charged its price once when at least one platform answered, else nothing; each platform's search runs as a leg that is validated, cached and counted for fair use under its own endpoint, " +
+	"costs nothing itself, and takes one of the key's free in-flight slots while it runs (never more than are free; the call's own slot always serves one); legs do not count against the per-minute rate. " +
+	"stream=1 answers text/event-stream: a leg event per platform as it finishes (platform, status, items or error, progress), : keep-alive comments while quiet, then one result event whose data is the full response envelope. " +
+	"A caller who disconnects stops the remaining legs and is charged only if a successful platform's event had been delivered before."
 
 var searchablePlatforms = []string{"marketplace_a", "retailer_a", "company_registry", "microblog_a", "microblog_b", "social_a", "professional_network", "video_platform"}
 var creatorPlatforms = []string{"microblog_a", "microblog_b", "social_a", "professional_network", "video_platform"}
