@@ -168,6 +168,11 @@ func operation(e *registry.Endpoint, schemas DataSchemas, defs obj, rs *response
 		success["description"] = "Success: markdown by default, the success envelope with format=json."
 		success["content"].(obj)["text/markdown"] = obj{"schema": obj{"type": "string"}}
 	}
+	if e.Streams {
+		success["description"] = "Success: the envelope, or with stream=1 server-sent events: an event \"leg\" per platform as it finishes, \": keep-alive\" comments while quiet, and a final event \"result\" whose data is the full response envelope (success or error)."
+		success["content"].(obj)["text/event-stream"] = obj{"schema": obj{"type": "string",
+			"description": "event: leg / data: {platform, endpoint, status, ok, request_id, cached, count, items | error, progress {done, total}}; then event: result / data: the envelope."}}
+	}
 	responses := obj{"200": success}
 	for _, o := range outcomes(e) {
 		responses[statusKey(o.status)] = rs.errorResponse(e, o)
