@@ -5,7 +5,9 @@
 // validation (near-miss suggestions included), the cache, billing,
 // upstream routes and usage events all apply exactly as they do to /v1.
 // It speaks the streamable HTTP transport in stateless mode with JSON
-// responses, so every request stands alone, as Lambda needs.
+// responses, so every request stands alone, as Lambda needs; a call of a
+// streaming tool that asks for progress is answered as server-sent events
+// instead, carrying a progress notification per leg (progress.go).
 package mcpserver
 
 import (
@@ -64,15 +66,26 @@ func New(reg *registry.Registry, api http.Handler, opts Options) http.Handler {
 	}
 	server := mcp.NewServer(&mcp.Implementation{Name: "meridian", Title: "Meridian public data API", Version: Version},
 		&mcp.ServerOptions{Instructions: "Each tool is one Meridian endpoint and costs what the endpoint costs (the tool description says how many credits; cached answers, failures and dry runs cost 0). Pass dry_run=true for a free estimate. Errors carry error.type; see https://modelcontextprotocol.io for the protocol."})
+	streaming := map[string]bool{}
 	for _, t := range Tools(reg, opts) {
 		server.AddTool(t.Tool, call(api, t.Endpoint, logger))
+		streaming[t.Tool.Name] = t.Endpoint.Streams
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+	getServer := func(*http.Request) *mcp.Server { return server }
+	asJSON := mcp.NewStreamableHTTPHandler(getServer,
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: logger})
+	// In JSON mode the SDK sends a call's notifications out of band, which
+	// in stateless mode is nowhere: progress needs the call's own stream.
+	asEvents := mcp.NewStreamableHTTPHandler(getServer,
+		&mcp.StreamableHTTPOptions{Stateless: true, Logger: logger})
 	// The SDK hands tools the request headers but not the host, which the
 	// API needs for doc_url; the request context reaches the tool handler.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := origin{host: r.Host, client: r.RemoteAddr, errorsURL: errorsURL(r)}
+		h := asJSON
+		if asksForProgress(r, streaming) {
+			h, origin.progress = asEvents, true
+		}
 		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), originKey{}, origin)))
 	})
 }
@@ -84,6 +97,9 @@ type origin struct {
 	// own invalid-key throttle, never one shared by every caller.
 	client    string
 	errorsURL string
+	// progress: the call is answered as events, so progress
+	// notifications reach the client.
+	progress bool
 }
 
 // originKey is the context key of the MCP request's origin.
@@ -203,7 +219,10 @@ func inputSchema(e *registry.Endpoint) map[string]any {
 // both text and structured content, with isError on failure. Every
 // failure is a full error envelope (spec 2.2), so it conforms to the
 // output schema. Idempotency-Key is never forwarded: MCP calls are not
-// replayed (spec 4.10.4).
+// replayed (spec 4.10.4). A streaming tool called with a progress token,
+// on a request New answers as events, calls the API with stream=1: each
+// leg event becomes a progress notification, and the result event's
+// envelope the result.
 func call(api http.Handler, e *registry.Endpoint, logger *slog.Logger) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		header := http.Header{}
@@ -215,11 +234,24 @@ func call(api http.Handler, e *registry.Endpoint, logger *slog.Logger) mcp.ToolH
 		if failure != nil {
 			return toolError(failure, envelope.NewRequestID(), from.errorsURL), nil
 		}
+		w := &recorder{header: http.Header{}}
+		apiCtx := ctx
+		if token := req.Params.GetProgressToken(); e.Streams && from.progress && validToken(token) {
+			query = withStream(query)
+			// A client gone mid-stream ends the API call as a disconnect
+			// does: the remaining legs stop and the stream's charging rule
+			// applies.
+			var clientGone context.CancelFunc
+			apiCtx, clientGone = context.WithCancel(ctx)
+			defer clientGone()
+			reporter := &progressReporter{ctx: ctx, session: req.Session, token: token, clientGone: clientGone, logger: logger}
+			w.onLeg = reporter.leg
+		}
 		target := e.Path()
 		if query != "" {
 			target += "?" + query
 		}
-		r, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+		r, err := http.NewRequestWithContext(apiCtx, http.MethodGet, target, nil)
 		if err != nil {
 			return internalError(logger, e, from.errorsURL, err), nil
 		}
@@ -231,8 +263,12 @@ func call(api http.Handler, e *registry.Endpoint, logger *slog.Logger) mcp.ToolH
 				r.Header.Set(h, v)
 			}
 		}
-		w := &recorder{header: http.Header{}}
 		api.ServeHTTP(w, r)
+		if w.lost != nil {
+			// Nobody is left to answer.
+			logger.Info("mcp client gone during a streamed tool call", "endpoint", e.Path(), "error", w.lost.Error())
+			return nil, w.lost
+		}
 		var head struct {
 			Success *bool `json:"success"`
 		}
@@ -338,24 +374,60 @@ func scalar(v any) (string, bool) {
 	return "", false
 }
 
-// recorder keeps an in-process answer.
+// recorder keeps an in-process answer: a JSON body as written or, when
+// the API answers an event stream (stream=1, whoever asked for it), the
+// data of its result event, the envelope a plain call answers, with each
+// leg event handed to onLeg as it is written. Once onLeg fails, writes
+// fail: the API sees its caller gone, and counts that leg undelivered.
 type recorder struct {
 	header http.Header
 	status int
 	body   bytes.Buffer
+	onLeg  func(data []byte) error
+	events *eventParser // set when the answer is an event stream
+	lost   error
 }
 
 func (r *recorder) Header() http.Header { return r.header }
 
 func (r *recorder) WriteHeader(status int) {
-	if r.status == 0 {
-		r.status = status
+	if r.status != 0 {
+		return
+	}
+	r.status = status
+	if isEventStream(r.header.Get("content-type")) {
+		r.events = &eventParser{}
 	}
 }
 
 func (r *recorder) Write(b []byte) (int, error) {
 	if r.status == 0 {
-		r.status = http.StatusOK
+		r.WriteHeader(http.StatusOK)
 	}
-	return r.body.Write(b)
+	if r.events == nil {
+		return r.body.Write(b)
+	}
+	if r.lost == nil {
+		r.events.feed(b, r.dispatch)
+	}
+	if r.lost != nil {
+		return 0, r.lost
+	}
+	return len(b), nil
+}
+
+// Flush lets the API stream (it flushes after every event); events are
+// handled as they are written, so nothing waits here.
+func (r *recorder) Flush() {}
+
+func (r *recorder) dispatch(event string, data []byte) {
+	switch event {
+	case eventLeg:
+		if r.onLeg != nil && r.lost == nil {
+			r.lost = r.onLeg(data)
+		}
+	case eventResult:
+		r.body.Reset()
+		r.body.Write(data)
+	}
 }
