@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs and runs the third-party npm tools the tests use against
 # Meridian (scripts/npm-tools/package.json: the MCP TypeScript SDK, Redocly
-# CLI, Spectral, openapi-typescript, openapi-fetch, TypeScript). Versions
+# CLI, Spectral, openapi-typescript, openapi-fetch, TypeScript,
+# eventsource-parser). Versions
 # are pinned by scripts/npm-tools/package-lock.json and installed from the
 # npm registry into .tools/npm-tools/ (gitignored) with npm ci, again only
 # when the lock changes. Node.js and npm come from Debian when missing;

@@ -876,7 +876,8 @@ func writeStartup(m *md, res StartupResult, cmds map[string]string) {
 // server's CPU samples section 2 reports.
 var profileFrames = []struct{ label, fn string }{
 	{"net/http serving connections (all of the below included)", "net/http.(*conn).serve"},
-	{"API Gateway event adaptation, Lambda adapter and pipeline", "app.LocalHandler.Local.func1"},
+	{"API Gateway event adaptation and copying the answer to the client", "app.LocalHandler.Local.func1"},
+	{"the answer's handler goroutine (streaming adapter and pipeline)", "gateway.streamedResponse.serveStream"},
 	{"the pipeline (`Pipeline.ServeHTTP`)", "pipeline.(*Pipeline).ServeHTTP"},
 	{"per-key limits: admission", "pipeline.(*Pipeline).admit"},
 	{"per-key limits: slot release", "pipeline.(*Pipeline).release"},
@@ -960,7 +961,7 @@ func writeProfiles(m *md, res HTTPResult) {
 	if sh := cols[stores[0]]; sh != nil && sh["app.LocalHandler.Local.func1"] > 0 {
 		m.p("The event adaptation costs little (%s%% of samples between the local handler and the pipeline, %s store); bbolt's write transactions "+
 			"and the in-process worker's outcome writes are the largest parts, and bbolt runs one write transaction at a time for the whole file.",
-			fmtFloat(sh["app.LocalHandler.Local.func1"]-sh["pipeline.(*Pipeline).ServeHTTP"]), stores[0])
+			fmtFloat(sh["app.LocalHandler.Local.func1"]+sh["gateway.streamedResponse.serveStream"]-sh["pipeline.(*Pipeline).ServeHTTP"]), stores[0])
 		m.p("")
 	}
 }

@@ -69,6 +69,9 @@ type Deps struct {
 	Throttle *auth.Throttle
 	// Upstream serves data endpoints; nil leaves every one unwired (501).
 	Upstream *upstream.Runner
+	// Pages reads the public pages web/social-profiles follows (link-in-bio
+	// pages, same-handle probes); nil reads none, and its answers say partial.
+	Pages composite.PageFetch
 	// Events takes usage events and reconciliations; nil emits nothing.
 	Events usage.Sink
 	// AdminToken enables the operator API; empty reads MERIDIAN_ADMIN_TOKEN.
@@ -129,7 +132,7 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 	}
 	return pipeline.Config{
 		Upstream:      runner,
-		Composites:    composite.All(),
+		Composites:    composite.All(deps.Pages),
 		URLPolicy:     urlPolicy,
 		Events:        deps.Events,
 		DataSchemas:   schemas.For,
@@ -198,7 +201,8 @@ func LambdaDeps(ctx context.Context, logger *slog.Logger) (Deps, error) {
 	if err != nil {
 		return Deps{}, err
 	}
-	deps := Deps{Store: s, Throttle: ThrottleFromEnv(), Upstream: NewUpstream(logger, lookup, ""), AdminToken: admin}
+	runner := NewUpstream(logger, lookup, "")
+	deps := Deps{Store: s, Throttle: ThrottleFromEnv(), Upstream: runner, Pages: PublicPages(runner, lookup, ""), AdminToken: admin}
 	if s != nil {
 		e, err := queueEmitter(ctx, s, logger)
 		if err != nil {
@@ -331,13 +335,13 @@ func RunLocal() {
 		os.Exit(1)
 	}
 	defer s.Close()
-	runner, stopReplay, err := localUpstream(ctx, logger)
+	runner, pages, stopReplay, err := localUpstream(ctx, logger)
 	if err != nil {
 		logger.Error("cannot configure the upstreams", "error", err.Error())
 		os.Exit(1)
 	}
 	defer stopReplay()
-	deps := Deps{Store: s, Throttle: ThrottleFromEnv(), Upstream: runner, Events: LocalEvents(ctx, s, logger)}
+	deps := Deps{Store: s, Throttle: ThrottleFromEnv(), Upstream: runner, Pages: pages, Events: LocalEvents(ctx, s, logger)}
 	err = ListenAndServe(ctx, addr, logger, deps, func(a net.Addr) {
 		logger.Info("meridian listening", "addr", "http://"+a.String(), "data_dir", dir, "try", "curl -i http://"+a.String()+"/v1")
 	})

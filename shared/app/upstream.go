@@ -14,8 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/meridian-data/meridian/shared/composite"
 	"github.com/meridian-data/meridian/shared/upstream"
 	"github.com/meridian-data/meridian/shared/upstream/adapters"
+	"github.com/meridian-data/meridian/shared/upstream/pages"
 	"github.com/meridian-data/meridian/shared/upstream/replay"
 )
 
@@ -149,23 +151,39 @@ func StartReplay(logger *slog.Logger) (string, func() error, error) {
 	return base, stop, nil
 }
 
-// localUpstream is the local server's route table: live sources, or the
-// replay upstream when MERIDIAN_UPSTREAM=replay. stop ends the replay.
-func localUpstream(ctx context.Context, logger *slog.Logger) (*upstream.Runner, func(), error) {
+// localUpstream is the local server's route table and page fetcher: live
+// sources, or the replay upstream when MERIDIAN_UPSTREAM=replay. stop ends
+// the replay.
+func localUpstream(ctx context.Context, logger *slog.Logger) (*upstream.Runner, composite.PageFetch, func(), error) {
 	lookup, err := UpstreamLookup(ctx, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	switch mode := strings.TrimSpace(os.Getenv(EnvUpstream)); mode {
 	case "", "live":
-		return NewUpstream(logger, lookup, ""), func() {}, nil
+		runner := NewUpstream(logger, lookup, "")
+		return runner, PublicPages(runner, lookup, ""), func() {}, nil
 	case UpstreamReplay:
 		base, stop, err := StartReplay(logger)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		return NewUpstream(logger, lookup, base), func() { _ = stop() }, nil
+		runner := NewUpstream(logger, lookup, base)
+		return runner, PublicPages(runner, lookup, base), func() { _ = stop() }, nil
 	default:
-		return nil, nil, fmt.Errorf("%s=%q: use replay, live or leave it unset", EnvUpstream, mode)
+		return nil, nil, nil, fmt.Errorf("%s=%q: use replay, live or leave it unset", EnvUpstream, mode)
 	}
+}
+
+// PublicPages is web/social-profiles' page fetcher: the runner's URL
+// policy, the web-unblocking services' keys (for link-in-bio pages a site
+// blocks), and in replay mode the replay upstream's zyte_api fixtures.
+func PublicPages(runner *upstream.Runner, lookup func(string) (string, bool), replayURL string) composite.PageFetch {
+	var policy *upstream.URLPolicy
+	if runner != nil {
+		policy = runner.URLPolicy()
+	}
+	return pages.NewPublicFetcher(pages.PublicFetchSettings{
+		Policy: policy, Lookup: lookup, ReplayURL: replayURL, Unblock: composite.LinkInBioPage,
+	}).Fetch
 }

@@ -8,11 +8,14 @@ package composite
 
 import "github.com/meridian-data/meridian/shared/pipeline"
 
-// All is every composite, by endpoint key.
-func All() map[string]pipeline.Composite {
+// All is every composite, by endpoint key; fetch reads the public pages
+// web/social-profiles follows (nil: none is read, and its answers say
+// partial).
+func All(fetch PageFetch) map[string]pipeline.Composite {
 	return map[string]pipeline.Composite{
 		"search/all":             SearchAll(),
 		"search/creators":        SearchCreators(),
 		"bundle/creator-vetting": CreatorVetting(),
+		"web/social-profiles":    SocialProfiles(fetch),
 	}
 }

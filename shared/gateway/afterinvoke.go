@@ -10,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -37,8 +39,10 @@ const (
 // before the extension asks again, never delays a caller. It must be called
 // before lambda.Start (registration closes when the runtime asks for its
 // first event) and returns the wrapper that tells the extension when each
-// invocation's handler is done. If the extension later loses the
-// Extensions API, it calls fallback and stops; the wrapper never blocks.
+// invocation's handler is done (for a streamed response, when the handler
+// writing the stream is: holdInvocation). If the extension later loses
+// the Extensions API, it calls fallback and stops; the wrapper never
+// blocks.
 // With concurrent invocations per environment (AWS_LAMBDA_MAX_CONCURRENCY
 // above 1) an INVOKE event cannot be paired with its handler, so it
 // refuses to register.
@@ -78,18 +82,49 @@ func AfterInvocation(ctx context.Context, runtimeAPI string, work func(context.C
 			cancel()
 		}
 	}()
+	over := func() {
+		select {
+		case done <- struct{}{}:
+		default: // the extension is gone or has its signal already
+		}
+	}
 	wrap := func(h EventHandler) EventHandler {
 		return func(ctx context.Context, e events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-			defer func() {
-				select {
-				case done <- struct{}{}:
-				default: // the extension is gone or has its signal already
-				}
-			}()
-			return h(ctx, e)
+			inv := &invocation{over: over}
+			inv.pending.Store(1)
+			defer inv.release()
+			return h(context.WithValue(ctx, invocationKey{}, inv), e)
 		}
 	}
 	return wrap, nil
+}
+
+type invocationKey struct{}
+
+// invocation is one run of a wrapped handler: it is over once the handler
+// has returned and every hold taken during it is released.
+type invocation struct {
+	pending atomic.Int32
+	over    func()
+}
+
+func (inv *invocation) release() {
+	if inv.pending.Add(-1) == 0 {
+		inv.over()
+	}
+}
+
+// holdInvocation keeps the invocation running ctx (when AfterInvocation
+// wraps its handler) from being over until release is called: a streamed
+// response's handler runs on after the Lambda handler has returned, and
+// the work after the invocation must see what it did (its usage event).
+func holdInvocation(ctx context.Context) (release func()) {
+	inv, _ := ctx.Value(invocationKey{}).(*invocation)
+	if inv == nil {
+		return func() {}
+	}
+	inv.pending.Add(1)
+	return sync.OnceFunc(inv.release)
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -1,6 +1,8 @@
 // Package gateway adapts the pipeline to API Gateway HTTP API (payload
 // v2) events, for Lambda and for the local server, so that both run the
-// same conversion and local behaviour is Lambda behaviour.
+// same conversion and local behaviour is Lambda behaviour: buffered
+// through API Gateway, streamed through a function URL and the local
+// server.
 package gateway
 
 import (
@@ -30,7 +32,9 @@ type EventHandler func(context.Context, events.APIGatewayV2HTTPRequest) (events.
 // (controls, spaces) are percent-encoded first so the pipeline, not the
 // adapter, decides what they mean; an event that still cannot become a
 // request gets a typed 400 instead of a Lambda error (which API Gateway
-// would turn into an untyped 500).
+// would turn into an untyped 500). When the caller offered a stream slot
+// (FunctionURLAware, Local) the same request is answered streamed
+// (stream.go) and the returned event is empty.
 func Lambda(h http.Handler, logger *slog.Logger, errorsURL string) EventHandler {
 	adapter := httpadapter.NewV2(h)
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
@@ -43,14 +47,27 @@ func Lambda(h http.Handler, logger *slog.Logger, errorsURL string) EventHandler 
 		if !readable(ev) {
 			return unreadable(logger, errorsURL, ev), nil
 		}
-		if !fromFunctionURL(ev) {
+		var cancel context.CancelFunc
+		if fromFunctionURL(ev) {
+			ctx, cancel = context.WithCancel(ctx)
+		} else {
 			// API Gateway answers the caller 503 after 30 s whatever the
 			// function does: end the call before that, so a call the
 			// caller saw fail is refunded, never settled behind its back.
-			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, APIGatewayBudget)
-			defer cancel()
 		}
+		if slot := takeStreamSlot(ctx); slot != nil {
+			// The same conversion the buffered adapter makes.
+			req, err := adapter.EventToRequestWithContext(ctx, ev)
+			if err != nil {
+				cancel()
+				return unreadable(logger, errorsURL, ev), nil
+			}
+			s := streamedResponse{handler: h, logger: logger, errorsURL: errorsReference(errorsURL, ev)}
+			slot.resp = s.start(req, cancel, holdInvocation(ctx))
+			return events.APIGatewayV2HTTPResponse{}, nil
+		}
+		defer cancel()
 		resp, err := adapter.ProxyWithContext(ctx, ev)
 		if err != nil {
 			return unreadable(logger, errorsURL, ev), nil
@@ -96,16 +113,22 @@ func escapeUnsafe(s string) string {
 	return b.String()
 }
 
-func unreadable(logger *slog.Logger, errorsURL string, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
-	if errorsURL == "" {
-		proto := "https"
-		if ev.Headers["x-forwarded-proto"] == "http" {
-			proto = "http"
-		}
-		errorsURL = envelope.ErrorsReference(proto, ev.RequestContext.DomainName)
+// errorsReference is the configured errors reference, or the /docs/errors
+// page of the deployment the event reached.
+func errorsReference(errorsURL string, ev events.APIGatewayV2HTTPRequest) string {
+	if errorsURL != "" {
+		return errorsURL
 	}
+	proto := "https"
+	if ev.Headers["x-forwarded-proto"] == "http" {
+		proto = "http"
+	}
+	return envelope.ErrorsReference(proto, ev.RequestContext.DomainName)
+}
+
+func unreadable(logger *slog.Logger, errorsURL string, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
 	resp, id := typedResponse(envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
-		"The request could not be read.", map[string]any{"reason": "malformed_request"}), errorsURL)
+		"The request could not be read.", map[string]any{"reason": "malformed_request"}), errorsReference(errorsURL, ev))
 	if logger != nil {
 		logger.Info("request", "request_id", id, "status", resp.StatusCode, "error_type", string(envelope.InvalidParameters))
 	}

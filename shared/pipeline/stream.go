@@ -150,6 +150,10 @@ func (p *Pipeline) stream(x *exchange, c *Call, h Handler, cu cacheUse, fu *fair
 	if !ok {
 		return
 	}
+	if fu != nil {
+		// Sent with the head: the ceiling and what was used before this call.
+		setFairUseHeaders(x, fu)
+	}
 	es := p.openStream(x)
 	stop := es.keepAlive(p.cfg.StreamKeepAlive)
 	c.events = es.send

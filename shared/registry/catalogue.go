@@ -18,7 +18,9 @@ import (
 // generous for any real workload, a stop for runaway loops.
 const metered = 20_000
 
-var profilePlatforms = []string{"photo_social", "short_video_a", "microblog_a", "microblog_b", "microblog_c", "social_a", "professional_network", "video_platform", "code_host"}
+// profilePlatforms have a profile operation ({platform}/profile), which
+// web/social-profiles starts from.
+var profilePlatforms = []string{"photo_social", "short_video_a", "microblog_a", "microblog_b", "microblog_c", "video_platform", "code_host"}
 
 // The hosts whose pages a commerce platform's URL parameters may name
 // (OnHosts): each host covers its subdomains, so country and mobile

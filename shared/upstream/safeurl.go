@@ -106,6 +106,24 @@ func (p *URLPolicy) Check(ctx context.Context, raw string) (*url.URL, error) {
 	return u, nil
 }
 
+// CheckOffline is Check without a DNS lookup: the URL's shape, and its
+// address when the host is one. For URLs that are never dialled from here
+// (the replay upstream answers them).
+func (p *URLPolicy) CheckOffline(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, &URLRefusedError{"parse", "The URL cannot be parsed."}
+	}
+	if err := checkShape(u); err != nil {
+		return nil, err
+	}
+	host := strings.TrimSuffix(u.Hostname(), ".")
+	if a, err := netip.ParseAddr(host); (err == nil && !p.Public(a)) || strings.EqualFold(host, "localhost") {
+		return nil, &URLRefusedError{"address", "The URL's host is not a public internet address."}
+	}
+	return u, nil
+}
+
 func checkShape(u *url.URL) error {
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
