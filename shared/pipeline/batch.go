@@ -136,6 +136,13 @@ func (p *Pipeline) runItem(parent *http.Request, index int, it batchItem) (int, 
 		s, _ := scalar(v)
 		q.Set(name, s)
 	}
+	if streams(q.Get("stream")) {
+		// An event stream has no envelope to put in the wrapper: refused
+		// before it runs (and is charged).
+		return itemFailure(index, p.errorsURL(parent), envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
+			"stream=1 is not available in a batch; leave stream out to get the envelope.",
+			map[string]any{"reason": "not_batchable", "field": "stream"}))
+	}
 	req, err := http.NewRequestWithContext(parent.Context(), http.MethodGet, path+"?"+q.Encode(), nil)
 	if err != nil {
 		return itemFailure(index, p.errorsURL(parent), envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
@@ -157,6 +164,15 @@ func (p *Pipeline) runItem(parent *http.Request, index int, it batchItem) (int, 
 			map[string]any{"reason": "not_batchable"}))
 	}
 	return rec.status, entry(index, rec.status, body)
+}
+
+// streams reports a truthy stream value, as parameter validation reads flags.
+func streams(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
 }
 
 // itemFailure is an item refused by the batch itself, in the error envelope.

@@ -501,3 +501,20 @@ func TestStreamIdempotentReplay(t *testing.T) {
 		t.Errorf("ledger nets %d", net)
 	}
 }
+
+// A batch item cannot stream: refused before it runs, nothing charged.
+func TestBatchItemCannotStream(t *testing.T) {
+	b, lp := newComposed(t, newBilled, 100)
+	_, w := b.batch(items(`{"platform":"search","endpoint":"all","params":{"query":"ok","stream":true}}`,
+		`{"platform":"search","endpoint":"all","params":{"query":"ok"}}`))
+	if len(w.Results) != 2 || w.Results[0].Status != 400 || w.Results[0].Error == nil || w.Results[0].Error.Details["reason"] != "not_batchable" {
+		t.Fatalf("%+v", w.Results)
+	}
+	if w.Results[1].Status != 200 || w.CreditsUsed != 5 || lp.ran.Load() != 3 {
+		t.Fatalf("second item %d, credits %v, %d legs", w.Results[1].Status, w.CreditsUsed, lp.ran.Load())
+	}
+	acct, _ := b.store.Account(t.Context(), b.account.ID)
+	if acct.CreditsRemaining != 95 {
+		t.Fatalf("balance %d, want 95", acct.CreditsRemaining)
+	}
+}
