@@ -337,7 +337,7 @@ func serveCreatorVetting(ctx context.Context, c *pipeline.Call, legs pipeline.Le
 	if err := json.Unmarshal(posts.Data, &page); err != nil {
 		return nil, envelope.Internal()
 	}
-	postsPath := vettingPath(posts)
+	postsPath := posts.Endpoint
 	out.Warnings = vettingLegWarnings(out.Warnings, postsPath, page.Warnings)
 	out.Sample.Exhaustive = page.HasMore != nil && !*page.HasMore && len(page.Items) < postsLimit
 	sampled := page.Items[:min(len(page.Items), postsLimit)]
@@ -370,7 +370,7 @@ func serveCreatorVetting(ctx context.Context, c *pipeline.Call, legs pipeline.Le
 		out.Warnings = append(out.Warnings, "Partial: "+profileKey+" has no source configured in this deployment, so follower_denominator and engagement_rate are null.")
 	case !first[0].OK():
 		e := first[0].Error()
-		out.Warnings = append(out.Warnings, "Partial: the profile could not be read ("+vettingPath(first[0])+", "+e.Type+"), so follower_denominator and engagement_rate are null.")
+		out.Warnings = append(out.Warnings, "Partial: the profile could not be read ("+first[0].Endpoint+", "+e.Type+"), so follower_denominator and engagement_rate are null.")
 	default:
 		vettingFollowers(&out, first[0])
 	}
@@ -402,11 +402,11 @@ func serveCreatorVetting(ctx context.Context, c *pipeline.Call, legs pipeline.Le
 				if e == nil {
 					e = &pipeline.LegError{Type: string(envelope.UpstreamError)}
 				}
-				out.Warnings = append(out.Warnings, "The comments of post "+chosen[i].ID+" could not be read ("+vettingPath(r)+", "+e.Type+"); the comment sample is smaller for it.")
+				out.Warnings = append(out.Warnings, "The comments of post "+chosen[i].ID+" could not be read ("+r.Endpoint+", "+e.Type+"); the comment sample is smaller for it.")
 				continue
 			}
 			out.Sample.CommentPostsCompleted++
-			path := vettingPath(r)
+			path := r.Endpoint
 			out.Warnings = vettingLegWarnings(out.Warnings, path, cp.Warnings)
 			for _, cm := range cp.Items[:min(len(cp.Items), commentsPerPost)] {
 				out.CommentSample = append(out.CommentSample, vettingComment{PostID: chosen[i].ID, CommentID: cm.ID,
@@ -455,7 +455,7 @@ func vettingFollowers(out *vettingData, profile pipeline.LegResult) {
 		Followers           *int64  `json:"followers"`
 		FollowerSourceField *string `json:"follower_source_field"`
 	}
-	path := vettingPath(profile)
+	path := profile.Endpoint
 	if json.Unmarshal(profile.Data, &p) != nil || p.Followers == nil {
 		out.Warnings = append(out.Warnings, "Partial: "+path+" does not report the follower count, so follower_denominator and engagement_rate are null.")
 		return
@@ -553,7 +553,7 @@ func vettingPostsFailed(r pipeline.LegResult) *envelope.Error {
 	for k, v := range e.Details {
 		details[k] = v
 	}
-	details["leg"] = vettingPath(r)
+	details["leg"] = r.Endpoint
 	if r.RequestID != "" {
 		details["leg_request_id"] = r.RequestID
 	}
@@ -591,14 +591,6 @@ func vettingLegLimit(key string, want int) int {
 		want = int(*p.Max)
 	}
 	return want
-}
-
-// vettingPath is the leg's public path.
-func vettingPath(r pipeline.LegResult) string {
-	if r.Endpoint != "" {
-		return r.Endpoint
-	}
-	return "/v1/" + r.Key
 }
 
 // vettingTime parses an RFC 3339 created_at.

@@ -143,16 +143,10 @@ func (p *Pipeline) runItem(parent *http.Request, index int, it batchItem) (int, 
 			"stream=1 is not available in a batch; leave stream out to get the envelope.",
 			map[string]any{"reason": "not_batchable", "field": "stream"}))
 	}
-	req, err := http.NewRequestWithContext(parent.Context(), http.MethodGet, path+"?"+q.Encode(), nil)
+	req, err := innerGet(parent.Context(), parent, path+"?"+q.Encode(), "x-api-key")
 	if err != nil {
 		return itemFailure(index, p.errorsURL(parent), envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
 			"This item cannot be made into a request.", map[string]any{"reason": "malformed_item"}))
-	}
-	req.Host, req.RemoteAddr = parent.Host, parent.RemoteAddr
-	for _, h := range []string{"x-api-key", "x-forwarded-proto", "x-forwarded-for"} {
-		if v := parent.Header.Get(h); v != "" {
-			req.Header.Set(h, v)
-		}
 	}
 	rec := &itemRecorder{header: http.Header{}}
 	p.serve(rec, req, func(x *exchange) { p.serveAPI(x, x.r.URL.EscapedPath(), false) })
@@ -175,10 +169,33 @@ func streams(v string) bool {
 	return false
 }
 
+// innerGet is a GET that the pipeline serves within parent (a batch item,
+// a composite's leg): same host, client and forwarding headers, plus the
+// parent's headers named in also.
+func innerGet(ctx context.Context, parent *http.Request, target string, also ...string) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Host, req.RemoteAddr = parent.Host, parent.RemoteAddr
+	for _, h := range append([]string{"x-forwarded-proto", "x-forwarded-for"}, also...) {
+		if v := parent.Header.Get(h); v != "" {
+			req.Header.Set(h, v)
+		}
+	}
+	return req, nil
+}
+
+// failureJSON is the error envelope of a failure answered without a call
+// of its own (a fresh request id, credits_used 0).
+func failureJSON(e *envelope.Error, docBase string) json.RawMessage {
+	body, _ := envelope.Marshal(envelope.NewFailure(e, envelope.NewRequestID(), docBase))
+	return bytes.TrimSpace(body)
+}
+
 // itemFailure is an item refused by the batch itself, in the error envelope.
 func itemFailure(index int, docBase string, e *envelope.Error) (int, json.RawMessage) {
-	body, _ := envelope.Marshal(envelope.NewFailure(e, envelope.NewRequestID(), docBase))
-	return e.Status, entry(index, e.Status, bytes.TrimSpace(body))
+	return e.Status, entry(index, e.Status, failureJSON(e, docBase))
 }
 
 // entry prefixes an item's envelope with its index and status.

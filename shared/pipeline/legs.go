@@ -59,7 +59,7 @@ type LegRequest struct {
 type LegResult struct {
 	Key       string
 	Platform  string
-	Endpoint  string // public path
+	Endpoint  string // public path (/v1/<key> when the registry does not know the key)
 	RequestID string
 	Status    int // HTTP status; 0 when it never ran (cancelled while waiting)
 	Cached    bool
@@ -251,26 +251,19 @@ func (l *legs) RunAll(ctx context.Context, reqs []LegRequest, done func(int, Leg
 }
 
 func (l *legs) Run(ctx context.Context, req LegRequest) LegResult {
-	r := LegResult{Key: req.Key}
-	e, ok := l.p.cfg.Registry.Endpoint(req.Key)
-	if ok {
+	r := LegResult{Key: req.Key, Endpoint: "/v1/" + req.Key}
+	if e, ok := l.p.cfg.Registry.Endpoint(req.Key); ok {
 		r.Platform, r.Endpoint = e.Platform, e.Path()
 	}
 	if !l.acquire(ctx) {
-		r.Envelope = l.cancelled(r)
+		// The call ended before this leg ran.
+		r.Envelope = failureJSON(envelope.New(envelope.UpstreamTimeout, http.StatusGatewayTimeout,
+			"The call ended before this leg ran.", map[string]any{"reason": "not_run"}), l.parent.docBase)
 		r.ErrorType = string(envelope.UpstreamTimeout)
 		return r
 	}
 	defer l.release()
 	return l.p.runLeg(ctx, l.parent, l.call, req, r)
-}
-
-// cancelled is the envelope of a leg that never ran: the call ended first.
-func (l *legs) cancelled(r LegResult) json.RawMessage {
-	e := envelope.New(envelope.UpstreamTimeout, http.StatusGatewayTimeout,
-		"The call ended before this leg ran.", map[string]any{"reason": "not_run"})
-	body, _ := envelope.Marshal(envelope.NewFailure(e, envelope.NewRequestID(), l.parent.docBase))
-	return bytes.TrimSpace(body)
 }
 
 // runLeg serves one leg as the GET it stands for, with the composite's
@@ -280,21 +273,11 @@ func (p *Pipeline) runLeg(ctx context.Context, parent *exchange, pc *Call, req L
 	for k, v := range req.Params {
 		q.Set(k, v)
 	}
-	target := r.Endpoint
-	if target == "" {
-		target = "/v1/" + req.Key
-	}
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodGet, target+"?"+q.Encode(), nil)
+	httpReq, err := innerGet(ctx, parent.r, r.Endpoint+"?"+q.Encode())
 	if err != nil {
-		r.Envelope, r.ErrorType = p.legFailure(parent, envelope.Internal()), string(envelope.InternalError)
+		r.Envelope, r.ErrorType = failureJSON(envelope.Internal(), parent.docBase), string(envelope.InternalError)
 		r.Status = http.StatusInternalServerError
 		return r
-	}
-	httpReq.Host, httpReq.RemoteAddr = parent.r.Host, parent.r.RemoteAddr
-	for _, h := range []string{"x-forwarded-proto", "x-forwarded-for"} {
-		if v := parent.r.Header.Get(h); v != "" {
-			httpReq.Header.Set(h, v)
-		}
 	}
 	rec := &itemRecorder{header: http.Header{}}
 	var leg *exchange
@@ -325,11 +308,6 @@ func (p *Pipeline) runLeg(ctx context.Context, parent *exchange, pc *Call, req L
 		}
 	}
 	return r
-}
-
-func (p *Pipeline) legFailure(parent *exchange, e *envelope.Error) json.RawMessage {
-	body, _ := envelope.Marshal(envelope.NewFailure(e, envelope.NewRequestID(), parent.docBase))
-	return bytes.TrimSpace(body)
 }
 
 // serveLeg is serveAPI for a leg: the composite's call was authenticated
