@@ -148,15 +148,18 @@ func QueueActions(name string) []string {
 type FanOut struct {
 	All   bool   // every endpoint
 	Param string // the endpoints of the platforms this parameter of the family's endpoints enumerates
-	Why   string
+	// Legs: the family runs them as a composite's legs, which never ask
+	// for AI labels (the pipeline sends judgments=off), so it needs no model.
+	Legs bool
+	Why  string
 }
 
 // FanOuts are the families that run endpoints of other families.
 var FanOuts = map[registry.Family]FanOut{
 	registry.Batch:  {All: true, Why: "POST /v1/batch runs each item through the whole pipeline in this process"},
 	registry.MCP:    {All: true, Why: "every endpoint is an MCP tool, run in this process"},
-	registry.Search: {Param: "platforms", Why: "search/all and search/creators fan out over the searches of the platforms their platforms parameter lists"},
-	registry.Bundle: {Param: "platform", Why: "creator-vetting samples the creator's platform"},
+	registry.Search: {Param: "platforms", Legs: true, Why: "search/all and search/creators fan out over the searches of the platforms their platforms parameter lists"},
+	registry.Bundle: {Param: "platform", Legs: true, Why: "creator-vetting samples the creator's platform"},
 }
 
 // SecretReaders returns the functions that may read the upstream secret,
@@ -186,34 +189,47 @@ func SecretReaders(reg *registry.Registry) map[string][]string {
 	}
 	sort.Strings(keys)
 
-	readers := map[string][]string{}
-	add := func(fn, why string) {
-		if !slices.Contains(readers[fn], why) {
-			readers[fn] = append(readers[fn], why)
-		}
-	}
-	for _, key := range keys {
-		e, ok := reg.Endpoint(key)
-		if !ok {
-			continue
-		}
-		add(string(e.Family), fmt.Sprintf("serves %s through %s", key, strings.Join(secretEndpoints[key], ", ")))
-		for fam, fo := range FanOuts {
-			if fam != e.Family && fanOutReaches(reg, fam, fo, e.Platform) {
-				add(string(fam), fmt.Sprintf("runs %s in process: %s", key, fo.Why))
-			}
-		}
-	}
+	readers := endpointRunners(reg, keys, true, func(key string) string {
+		return fmt.Sprintf("serves %s through %s", key, strings.Join(secretEndpoints[key], ", "))
+	})
 	if len(keys) > 0 {
 		// Without the secret, the catalogue would call every credentialed
 		// endpoint unavailable while the families serving it answer.
 		for _, e := range reg.Endpoints() {
 			if e.Platform == CataloguePlatform {
-				add(string(e.Family), CatalogueSecretReason)
+				addReason(readers, string(e.Family), CatalogueSecretReason)
 			}
 		}
 	}
 	return readers
+}
+
+// endpointRunners returns the functions that run the endpoints of keys,
+// each with its reasons: the family serving each endpoint (why it serves
+// it, from serves) and every fan-out family (FanOuts) that runs it in its
+// own process. The upstream secret's readers and the model's runners are
+// decided by this one rule.
+func endpointRunners(reg *registry.Registry, keys []string, withLegs bool, serves func(key string) string) map[string][]string {
+	runners := map[string][]string{}
+	for _, key := range keys {
+		e, ok := reg.Endpoint(key)
+		if !ok {
+			continue
+		}
+		addReason(runners, string(e.Family), serves(key))
+		for fam, fo := range FanOuts {
+			if fam != e.Family && (withLegs || !fo.Legs) && fanOutReaches(reg, fam, fo, e.Platform) {
+				addReason(runners, string(fam), fmt.Sprintf("runs %s in process: %s", key, fo.Why))
+			}
+		}
+	}
+	return runners
+}
+
+func addReason(reasons map[string][]string, fn, why string) {
+	if !slices.Contains(reasons[fn], why) {
+		reasons[fn] = append(reasons[fn], why)
+	}
 }
 
 // CataloguePlatform is the platform of the catalogue endpoints, which

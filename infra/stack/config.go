@@ -10,11 +10,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/constructs-go/constructs/v10"
 
+	"github.com/meridian-data/meridian/shared/app"
 	"github.com/meridian-data/meridian/shared/registry"
 )
 
@@ -27,6 +29,15 @@ const (
 	CtxFairUse            = "fairUse"            // MERIDIAN_FAIR_USE
 	CtxErrorsURL          = "errorsUrl"          // MERIDIAN_ERRORS_URL
 	CtxStreamingURLs      = "streamingUrls"      // true: public function URLs for the streaming functions (default false)
+	// The AI-assist model (ModelConfig); all unset by default: no model, no AI labels.
+	CtxModelProvider = "modelProvider" // MERIDIAN_MODEL_PROVIDER: bedrock or openai
+	CtxModelID       = "modelId"       // MERIDIAN_MODEL_ID: Bedrock model or inference profile id, or the openai model name
+	CtxModelRegion   = "modelRegion"   // MERIDIAN_MODEL_REGION (bedrock; default the stack's region)
+	CtxModelURL      = "modelUrl"      // MERIDIAN_MODEL_URL: https base URL (openai: required; bedrock: optional endpoint)
+	CtxModelTimeout  = "modelTimeout"  // MERIDIAN_MODEL_TIMEOUT: per attempt, a Go duration such as 15s
+	// CtxModelAPIKey is refused: the key is a credential and belongs in the
+	// upstream secret as MERIDIAN_MODEL_API_KEY, never in the template.
+	CtxModelAPIKey = "modelApiKey"
 )
 
 // Stages the stack knows. A stage is a preset, chosen with -c stage=NAME.
@@ -75,6 +86,9 @@ type Config struct {
 	// reserved concurrency in every stage (Reservations), so a flood on a
 	// URL is capped and cannot take the account's concurrency.
 	StreamingURLs bool
+	// Model is the AI-assist model of the AI endpoints' functions
+	// (ModelRunners); the zero value is none.
+	Model ModelConfig
 	// BuildDir holds build/<function>/bootstrap (make build).
 	BuildDir string
 }
@@ -195,6 +209,26 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	}
 	cfg.FairUse = get(CtxFairUse)
 	cfg.ErrorsURL = get(CtxErrorsURL)
+	if get(CtxModelAPIKey) != "" { // never quoted: it is a credential
+		return Config{}, fmt.Errorf("%s: the model's API key never goes into the template or an environment variable; "+
+			"write it as %s into the upstream secret (%s)", CtxModelAPIKey, EnvModelAPIKey, app.EnvUpstreamSecret)
+	}
+	cfg.Model = ModelConfig{
+		Provider: strings.ToLower(get(CtxModelProvider)),
+		ID:       get(CtxModelID),
+		Region:   get(CtxModelRegion),
+		URL:      get(CtxModelURL),
+	}
+	if v := get(CtxModelTimeout); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return Config{}, fmt.Errorf("%s=%q: use a positive Go duration such as 15s", CtxModelTimeout, v)
+		}
+		cfg.Model.Timeout = d
+	}
+	if err := cfg.Model.Validate(); err != nil {
+		return Config{}, err
+	}
 	return cfg, nil
 }
 

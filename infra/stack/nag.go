@@ -64,6 +64,13 @@ func (m *Meridian) suppressions() {
 					regexp.QuoteMeta(m.Config.UpstreamSecretName)+`-\?{6}$/`)
 		}
 	}
+	if _, foundation, profile := m.Config.Model.InferenceProfile(); m.Config.Model.Provider == ModelBedrock && profile {
+		for name := range m.ModelRunners {
+			policy := m.Roles[name].Node().FindChild(jsii.String("DefaultPolicy"))
+			suppress(policy, "AwsSolutions-IAM5", WildcardReasons[SidModel],
+				`/^Resource::arn:<AWS::Partition>:bedrock:\*::foundation-model\/`+regexp.QuoteMeta(foundation)+`$/`)
+		}
+	}
 	suppress(m.Stack.Node().FindChild(jsii.String("OperatorPolicy")), "AwsSolutions-IAM5", WildcardReasons[SidOperatorApi],
 		`/^Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<Api[0-9A-F]{8}>\/\$default\/\*\/admin(\/\*)?$/`)
 	if m.Config.UpstreamSecretName == "" { // created here

@@ -57,12 +57,19 @@ type Meridian struct {
 	// AdminSecretReaders only.
 	AdminSecret        awssecretsmanager.Secret
 	AdminSecretReaders map[string][]string
-	AlarmTopic         awssns.Topic
+	// ModelRunners are the functions that run AI endpoints, with reasons;
+	// with a model configured only they get MERIDIAN_MODEL_* and, with
+	// Bedrock, the permission to invoke it.
+	ModelRunners map[string][]string
+	AlarmTopic   awssns.Topic
 }
 
 // New builds the stack. The stage's settings come from cfg (see
 // ConfigFromContext); nothing stage-specific is decided elsewhere.
 func New(scope constructs.Construct, cfg Config, props *awscdk.StackProps) *Meridian {
+	if err := cfg.Model.Validate(); err != nil {
+		panic("stack: " + err.Error()) // ConfigFromContext reports the same error before synthesis
+	}
 	if props == nil {
 		props = &awscdk.StackProps{}
 	}
@@ -80,6 +87,12 @@ func New(scope constructs.Construct, cfg Config, props *awscdk.StackProps) *Meri
 		Functions: map[string]awslambda.Function{}, Roles: map[string]awsiam.Role{},
 		LogGroups: map[string]awslogs.LogGroup{}, URLs: map[string]awslambda.FunctionUrl{},
 		SecretReaders: SecretReaders(reg), AdminSecretReaders: AdminSecretReaders(reg),
+		ModelRunners: ModelRunners(reg),
+	}
+	if cfg.Model.Provider == ModelOpenAI {
+		for name := range m.ModelRunners {
+			addReason(m.SecretReaders, name, ModelSecretReason)
+		}
 	}
 	m.table()
 	m.queues()
@@ -283,6 +296,9 @@ func (m *Meridian) function(name string) {
 	if _, ok := m.AdminSecretReaders[name]; ok {
 		env[app.EnvAdminSecret] = m.AdminSecret.SecretArn()
 	}
+	if _, ok := m.ModelRunners[name]; ok && m.Config.Model.Enabled() {
+		m.modelEnv(env)
+	}
 	props := &awslambda.FunctionProps{
 		Description:  jsii.String(describe(name)),
 		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
@@ -336,6 +352,7 @@ const (
 	SidQueue       = "UsageQueue"
 	SidSecret      = "ReadUpstreamSecret"
 	SidAdminSecret = "ReadOperatorSecret"
+	SidModel       = "InvokeAssistModel" // the AI-assist model on Bedrock (ModelRunners only)
 	// The operator policy's statements.
 	SidOperatorApi   = "InvokeOperatorApi"
 	SidOperatorToken = "ReadOperatorToken"
@@ -349,6 +366,9 @@ var WildcardReasons = map[string]string{
 		"chooses (date and instance); the resource is that one log group and its streams (log-group:NAME:*)",
 	SidSecret: "only when the secret is imported by name (upstreamSecretName): Secrets Manager appends six " +
 		"random characters to a secret's ARN, matched by -??????; a created secret is named by its full ARN",
+	SidModel: "only for a Bedrock cross-region inference profile: Bedrock serves the profile's requests in any of " +
+		"its destination regions and authorizes the foundation model there, so the model's ARN has the region * " +
+		"(arn:PARTITION:bedrock:*::foundation-model/MODEL, the form AWS documents); the model itself is named exactly",
 	SidOperatorApi: "the operator API is every method (*) of /admin and of every path under /admin/ (a greedy " +
 		"route) of this API's $default stage; nothing else in the API",
 	SidKeyAdmin: "a key policy's Resource \"*\" is the key itself; this default statement lets the account's " +
@@ -375,8 +395,8 @@ var PermissionReasons = map[string]string{
 const DenyReason = "a Deny statement only takes permissions away: the SSL-only policies deny every action over plain HTTP"
 
 // grants writes the function's policy: its log group, the table actions of
-// TableActions, the queue actions of QueueActions, and the secret for
-// SecretReaders only.
+// TableActions, the queue actions of QueueActions, the secret for
+// SecretReaders only, and the Bedrock model for ModelRunners only.
 func (m *Meridian) grants(name string, role awsiam.Role, logs awslogs.LogGroup) {
 	st := m.Stack
 	add := func(sid string, actions []string, resources ...*string) {
@@ -409,6 +429,9 @@ func (m *Meridian) grants(name string, role awsiam.Role, logs awslogs.LogGroup) 
 			})
 		}
 		add(SidSecret, []string{"secretsmanager:GetSecretValue"}, arn)
+	}
+	if _, ok := m.ModelRunners[name]; ok && m.Config.Model.Provider == ModelBedrock {
+		add(SidModel, ModelActions, m.ModelResources()...)
 	}
 }
 

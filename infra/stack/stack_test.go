@@ -20,7 +20,8 @@ import (
 )
 
 func stacks() map[string]*synthesized {
-	return map[string]*synthesized{"dev": dev, "prod": prod, "imported-secret": imported, "streaming": streaming}
+	return map[string]*synthesized{"dev": dev, "prod": prod, "imported-secret": imported, "streaming": streaming,
+		"model-bedrock": bedrockModel, "model-profile": profileModel, "model-openai": openaiModel}
 }
 
 // Every registry route exists once, with its method and path, and its
@@ -587,6 +588,12 @@ func TestFunctionPolicies(t *testing.T) {
 				}
 				adminSecretID, _ := s.byPath(t, "AdminSecret/Resource")
 				check(stack.SidAdminSecret, adminActions, func(v any) bool { return ref(v) == adminSecretID })
+				// The Bedrock model: on the AI endpoints' functions only, with
+				// a Bedrock model configured (its resources: model_test.go).
+				if st, has := got[stack.SidModel]; has != (s.m.Config.Model.Provider == stack.ModelBedrock && slices.Contains(aiFunctions, fn)) {
+					t.Errorf("%s: %s statement %v", fn, stack.SidModel, st)
+				}
+				delete(got, stack.SidModel)
 				for sid := range got {
 					t.Errorf("%s: unexpected statement %s", fn, sid)
 				}

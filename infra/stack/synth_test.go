@@ -24,6 +24,10 @@ import (
 // process; each synth takes seconds) and every test reads the result.
 var (
 	dev, prod, imported, streaming *synthesized
+	// The AI-assist model configured (model_test.go): Bedrock with a
+	// foundation model, Bedrock through a cross-region inference profile
+	// in an explicit region, and an OpenAI-compatible server.
+	bedrockModel, profileModel, openaiModel *synthesized
 	// canary holds cdk-nag's findings on a stack that breaks its rules.
 	canary    []string
 	synthTime time.Duration
@@ -141,6 +145,24 @@ func synthAll() (int, error) {
 	if streaming, err = read(app4.Synth(nil), strM); err != nil {
 		return 1, err
 	}
+	// The model configurations, each in its own app (one stack name per stage).
+	for i, c := range []struct {
+		into  **synthesized
+		model stack.ModelConfig
+	}{
+		{&bedrockModel, stack.ModelConfig{Provider: stack.ModelBedrock, ID: testFoundationModel}},
+		{&profileModel, stack.ModelConfig{Provider: stack.ModelBedrock, ID: testProfileModel, Region: testModelRegion, Timeout: testModelTimeout}},
+		{&openaiModel, stack.ModelConfig{Provider: stack.ModelOpenAI, ID: testOpenAIModel, URL: testOpenAIURL}},
+	} {
+		modelApp := newApp(fmt.Sprintf("model-%d", i))
+		cfg := preset(stack.StageDev)
+		cfg.Model = c.model
+		m := stack.New(modelApp, cfg, nil)
+		nag(modelApp)
+		if *c.into, err = read(modelApp.Synth(nil), m); err != nil {
+			return 1, err
+		}
+	}
 	// A queue without encryption, SSL policy or DLQ: cdk-nag must object.
 	app3 := newApp("canary")
 	awssqs.NewQueue(awscdk.NewStack(app3, jsii.String("Canary"), nil), jsii.String("Queue"), nil)
@@ -149,7 +171,7 @@ func synthAll() (int, error) {
 		canary = nagFindings(*msgs)
 	}
 	synthTime = time.Since(start)
-	fmt.Fprintf(os.Stderr, "infra: synthesized the dev, prod, imported-secret, streaming-URL and canary stacks in %s\n", synthTime.Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "infra: synthesized the dev, prod, imported-secret, streaming-URL, three model and canary stacks in %s\n", synthTime.Round(time.Millisecond))
 	return 0, nil
 }
 
@@ -297,5 +319,5 @@ func assertNoPanic(t *testing.T, what string, f func()) {
 }
 
 func TestSynthTime(t *testing.T) {
-	t.Logf("dev, prod, imported-secret, streaming-URL and canary stacks synthesized (with cdk-nag) in %s", synthTime.Round(time.Millisecond))
+	t.Logf("dev, prod, imported-secret, streaming-URL, three model and canary stacks synthesized (with cdk-nag) in %s", synthTime.Round(time.Millisecond))
 }

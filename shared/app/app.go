@@ -21,6 +21,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/meridian-data/meridian/shared/assist"
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/composite"
 	"github.com/meridian-data/meridian/shared/envelope"
@@ -46,6 +47,7 @@ const (
 	EnvInvalidKeyLimit = "MERIDIAN_INVALID_KEY_LIMIT" // invalid-key attempts per client per minute (default 20)
 	EnvTable           = "MERIDIAN_TABLE"             // DynamoDB table of the Lambda functions
 	EnvFairUse         = "MERIDIAN_FAIR_USE"          // 30-day ceilings: platform/endpoint=N,… (0 turns metering off)
+	EnvModelFairUse    = "MERIDIAN_MODEL_FAIR_USE"    // 30-day ceiling of AI-assist model calls per account (default 20000, 0 = none)
 	EnvContactURL      = "MERIDIAN_CONTACT_URL"       // the OpenAPI document's info.contact.url
 	EnvContactEmail    = "MERIDIAN_CONTACT_EMAIL"     // the OpenAPI document's info.contact.email
 )
@@ -72,6 +74,9 @@ type Deps struct {
 	// Pages reads the public pages web/social-profiles follows (link-in-bio
 	// pages, same-handle probes); nil reads none, and its answers say partial.
 	Pages composite.PageFetch
+	// Model labels the records of AI endpoints; nil means this deployment
+	// has none, and their answers say labels are off.
+	Model assist.Model
 	// Events takes usage events and reconciliations; nil emits nothing.
 	Events usage.Sink
 	// AdminToken enables the operator API; empty reads MERIDIAN_ADMIN_TOKEN.
@@ -108,6 +113,21 @@ func fairUseLimits(logger *slog.Logger) map[string]int64 {
 	return limits
 }
 
+// modelFairUse reads MERIDIAN_MODEL_FAIR_USE: the 30-day ceiling of model
+// calls per account (0 meters none); a bad value keeps the default.
+func modelFairUse(logger *slog.Logger) int64 {
+	v := strings.TrimSpace(os.Getenv(EnvModelFairUse))
+	if v == "" {
+		return pipeline.DefaultModelFairUse
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		logger.Warn("ignoring "+EnvModelFairUse, "value", v)
+		return pipeline.DefaultModelFairUse
+	}
+	return n
+}
+
 // Config is the pipeline configuration for one family ("" for all).
 func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Config {
 	// Both stores also hold the response cache and idempotency records.
@@ -116,6 +136,7 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 	limits, _ := deps.Store.(store.Limits)
 	fairUse, _ := deps.Store.(store.FairUse)
 	outcomes, _ := deps.Store.(store.Outcomes)
+	recalls, _ := deps.Store.(store.Recalls)
 	var urlPolicy *upstream.URLPolicy
 	runner := deps.Upstream
 	if runner != nil {
@@ -140,6 +161,8 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 		Limits:        limits,
 		FairUse:       fairUse,
 		FairUseLimits: fairUseLimits(logger),
+		Assist:        &assist.Assistant{Model: deps.Model, Recalls: recalls},
+		ModelFairUse:  modelFairUse(logger),
 		Cache:         cache,
 		Idempotency:   idem,
 		Registry:      registry.Default(),
@@ -201,8 +224,12 @@ func LambdaDeps(ctx context.Context, logger *slog.Logger) (Deps, error) {
 	if err != nil {
 		return Deps{}, err
 	}
+	m, err := NewModel(logger, lookup, "")
+	if err != nil {
+		return Deps{}, err
+	}
 	runner := NewUpstream(logger, lookup, "")
-	deps := Deps{Store: s, Throttle: ThrottleFromEnv(), Upstream: runner, Pages: PublicPages(runner, lookup, ""), AdminToken: admin}
+	deps := Deps{Store: s, Throttle: ThrottleFromEnv(), Upstream: runner, Pages: PublicPages(runner, lookup, ""), Model: m, AdminToken: admin}
 	if s != nil {
 		e, err := queueEmitter(ctx, s, logger)
 		if err != nil {
@@ -335,13 +362,13 @@ func RunLocal() {
 		os.Exit(1)
 	}
 	defer s.Close()
-	runner, pages, stopReplay, err := localUpstream(ctx, logger)
+	deps, stopReplay, err := localSources(ctx, logger)
 	if err != nil {
 		logger.Error("cannot configure the upstreams", "error", err.Error())
 		os.Exit(1)
 	}
 	defer stopReplay()
-	deps := Deps{Store: s, Throttle: ThrottleFromEnv(), Upstream: runner, Pages: pages, Events: LocalEvents(ctx, s, logger)}
+	deps.Store, deps.Throttle, deps.Events = s, ThrottleFromEnv(), LocalEvents(ctx, s, logger)
 	err = ListenAndServe(ctx, addr, logger, deps, func(a net.Addr) {
 		logger.Info("meridian listening", "addr", "http://"+a.String(), "data_dir", dir, "try", "curl -i http://"+a.String()+"/v1")
 	})

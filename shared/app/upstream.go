@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/meridian-data/meridian/shared/assist"
+	"github.com/meridian-data/meridian/shared/assist/model"
 	"github.com/meridian-data/meridian/shared/composite"
 	"github.com/meridian-data/meridian/shared/upstream"
 	"github.com/meridian-data/meridian/shared/upstream/adapters"
@@ -151,28 +153,64 @@ func StartReplay(logger *slog.Logger) (string, func() error, error) {
 	return base, stop, nil
 }
 
-// localUpstream is the local server's route table and page fetcher: live
-// sources, or the replay upstream when MERIDIAN_UPSTREAM=replay. stop ends
-// the replay.
-func localUpstream(ctx context.Context, logger *slog.Logger) (*upstream.Runner, composite.PageFetch, func(), error) {
+// localSources are the local server's route table, page fetcher and
+// model: live sources, or the replay upstream when MERIDIAN_UPSTREAM=replay
+// (which also replays recorded model answers). stop ends the replay.
+func localSources(ctx context.Context, logger *slog.Logger) (Deps, func(), error) {
 	lookup, err := UpstreamLookup(ctx, nil)
 	if err != nil {
-		return nil, nil, nil, err
+		return Deps{}, nil, err
 	}
+	replayURL, stop := "", func() {}
 	switch mode := strings.TrimSpace(os.Getenv(EnvUpstream)); mode {
 	case "", "live":
-		runner := NewUpstream(logger, lookup, "")
-		return runner, PublicPages(runner, lookup, ""), func() {}, nil
 	case UpstreamReplay:
-		base, stop, err := StartReplay(logger)
+		base, stopReplay, err := StartReplay(logger)
 		if err != nil {
-			return nil, nil, nil, err
+			return Deps{}, nil, err
 		}
-		runner := NewUpstream(logger, lookup, base)
-		return runner, PublicPages(runner, lookup, base), func() { _ = stop() }, nil
+		replayURL, stop = base, func() { _ = stopReplay() }
 	default:
-		return nil, nil, nil, fmt.Errorf("%s=%q: use replay, live or leave it unset", EnvUpstream, mode)
+		return Deps{}, nil, fmt.Errorf("%s=%q: use replay, live or leave it unset", EnvUpstream, mode)
 	}
+	m, err := NewModel(logger, lookup, replayURL)
+	if err != nil {
+		stop()
+		return Deps{}, nil, err
+	}
+	runner := NewUpstream(logger, lookup, replayURL)
+	return Deps{Upstream: runner, Pages: PublicPages(runner, lookup, replayURL), Model: m}, stop, nil
+}
+
+// ReplayModel is the model name the replay upstream's recorded answers
+// are kept under (testdata/upstream/openai_chat).
+const ReplayModel = "meridian-replay"
+
+// NewModel is the deployment's AI-assist model (MERIDIAN_MODEL_*), served
+// as an upstream route; nil when none is configured. In replay mode with
+// no model configured, recorded answers of an OpenAI-compatible server
+// stand in, so labels, exclusion and fitting can be seen offline.
+func NewModel(logger *slog.Logger, lookup func(string) (string, bool), replayURL string) (assist.Model, error) {
+	cfg, err := model.ConfigFrom(lookup)
+	if err != nil {
+		return nil, err
+	}
+	if replayURL != "" {
+		if !cfg.Enabled() {
+			cfg = model.Config{Provider: "openai", ModelID: ReplayModel, URL: replayURL}
+		}
+		cfg.Replay = true
+	}
+	if !cfg.Enabled() {
+		logger.Info("AI-assist model: none configured; AI labels are off")
+		return nil, nil
+	}
+	// A question's whole budget (retries included) is AI-assist's: labels
+	// must not keep an answer waiting much longer than its data did.
+	runner := upstream.NewRunner(model.Providers(cfg), upstream.Settings{Lookup: lookup, ReplayURL: replayURL,
+		Options: upstream.Options{Timeout: assist.DefaultBudget}})
+	logger.Info("AI-assist model", "provider", cfg.Name(), "model", cfg.ModelID, "replay", replayURL != "")
+	return assist.Routes{Runner: runner}, nil
 }
 
 // PublicPages is web/social-profiles' page fetcher: the runner's URL

@@ -89,6 +89,12 @@ func (p *Pipeline) dispatch(x *exchange, c *Call) {
 		return
 	}
 	data, herr := p.run(h, x, c)
+	if herr == nil {
+		var cacheable bool
+		if data, cacheable = p.assist(x, c, data); !cacheable {
+			cu.keep = false
+		}
+	}
 	p.countFairUse(x, c, fu)
 	if herr != nil {
 		if charge != nil {

@@ -273,6 +273,11 @@ func (p *Pipeline) runLeg(ctx context.Context, parent *exchange, pc *Call, req L
 	for k, v := range req.Params {
 		q.Set(k, v)
 	}
+	if e, ok := p.cfg.Registry.Endpoint(req.Key); ok && e.AI && q.Get("judgments") == "" {
+		// A leg is data for the composite, not an answer: it asks for no
+		// labels (and so shares the cache entry of judgments=off).
+		q.Set("judgments", "off")
+	}
 	httpReq, err := innerGet(ctx, parent.r, r.Endpoint+"?"+q.Encode())
 	if err != nil {
 		r.Envelope, r.ErrorType = failureJSON(envelope.Internal(), parent.docBase), string(envelope.InternalError)

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meridian-data/meridian/shared/assist"
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/openapi"
@@ -48,6 +49,8 @@ type Call struct {
 	// reports MCP progress.
 	legs   *legs
 	events func(event string, data any, delivered bool) bool
+	// model is what AI-assist's model calls cost, when it ran.
+	model *usage.Model
 }
 
 // Handler serves one endpoint after the pipeline has admitted the call.
@@ -105,6 +108,13 @@ type Config struct {
 	// StreamKeepAlive is how often a quiet event stream gets a comment
 	// line (default 15 s).
 	StreamKeepAlive time.Duration
+	// Assist applies AI-assist (spec 4.5) to the answers of AI endpoints;
+	// nil leaves them as their source gave them (tests). An Assistant
+	// without a model says labels are off.
+	Assist *assist.Assistant
+	// ModelFairUse is the 30-day ceiling of model calls per account
+	// (ModelFairUseKey); 0 meters nothing.
+	ModelFairUse int64
 	// URLPolicy, when set, refuses URL-typed parameters that lead to
 	// non-public addresses (422) before any fetch or charge.
 	URLPolicy *upstream.URLPolicy
@@ -155,6 +165,9 @@ func New(cfg Config) *Pipeline {
 	if cfg.Store != nil {
 		handlers["credits/balance"] = balanceHandler(cfg.Store)
 		handlers["credits/transactions"] = transactionsHandler(cfg.Store)
+	}
+	if recalls, ok := cfg.Store.(store.Recalls); ok {
+		handlers["assist/recall"] = recallHandler(recalls, cfg.Now)
 	}
 	for k, h := range cfg.Handlers {
 		handlers[k] = h
@@ -355,6 +368,10 @@ func (p *Pipeline) logRequest(x *exchange, start time.Time) {
 		// Which route answered and how (spec 2.7 legs), for debugging.
 		u := x.call.Upstream
 		attrs = append(attrs, "served_by", u.ServedBy, "upstream_attempts", u.Attempts, "legs", u.Legs)
+	}
+	if x.call != nil && x.call.model != nil {
+		m := x.call.model
+		attrs = append(attrs, "model_calls", m.Calls, "model_input_tokens", m.InputTokens, "model_output_tokens", m.OutputTokens, "model_legs", m.Legs)
 	}
 	p.cfg.Logger.Info("request", attrs...)
 }

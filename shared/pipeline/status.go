@@ -66,6 +66,7 @@ func (p *Pipeline) emitUsage(x *exchange, latency time.Duration) {
 	if c := x.call; c != nil {
 		e.AccountID, e.KeyID = c.Principal.AccountID, c.Principal.KeyID
 		e.ServedBy, e.Attempts, e.Legs = c.Upstream.ServedBy, c.Upstream.Attempts, c.Upstream.Legs
+		e.Model = c.model
 	}
 	p.cfg.Events.Emit(usage.UsageMessage(e))
 }

@@ -194,7 +194,7 @@ var social = []Endpoint{
 		Params: []Param{P("url", URL, "Public post or reel URL.").Req().Ex("https://www.instagram.com/p/C9pHoTo1abc/").OnHosts(photoSocialHosts...)},
 	},
 	{
-		Platform: "microblog_a", ID: "search", Family: Social, Kind: Data, Cost: 3, Origin: SpecListed, AI: true, CacheTTL: 2 * time.Minute,
+		Platform: "microblog_a", ID: "search", Family: Social, Kind: Data, Cost: 3, Origin: SpecListed, AI: true, Records: postRecords, CacheTTL: 2 * time.Minute,
 		Name: "Microblog A post search", Description: "Search posts on the decentralised microblog network.",
 		Params: []Param{
 			queryParam.Ex("golang"),
@@ -210,7 +210,7 @@ var social = []Endpoint{
 		Decision: "The network's public profile lookup takes one actor: a domain handle or a DID, so handle is the only parameter.",
 	},
 	{
-		Platform: "microblog_b", ID: "search-posts", Family: Social, Kind: Data, Cost: 1, Origin: SpecListed, AI: true, CacheTTL: 2 * time.Minute,
+		Platform: "microblog_b", ID: "search-posts", Family: Social, Kind: Data, Cost: 1, Origin: SpecListed, AI: true, Records: postRecords, CacheTTL: 2 * time.Minute,
 		Name: "Microblog B post search", Description: "Search posts on microblog B; source operators (from, to, language, minimum likes, exact phrase, exclusion) work in query.",
 		Params: []Param{
 			P("query", String, "Search text with source operators.").Req().Len(500).Ex("from:example golang"),
@@ -228,12 +228,12 @@ var social = []Endpoint{
 		RetiredFor: "/v1/microblog_b/search-posts",
 	},
 	{
-		Platform: "microblog_b", ID: "profile", Family: Social, Kind: Data, Cost: 2, Origin: SpecListed, AI: true,
+		Platform: "microblog_b", ID: "profile", Family: Social, Kind: Data, Cost: 2, Origin: SpecListed, AI: true, Records: &AIRecords{ID: "id", Text: []string{"name", "bio", "location"}},
 		Name: "Microblog B profile", Description: "A public profile on microblog B.",
 		Params: []Param{handleParam.Req().Ex("example")},
 	},
 	{
-		Platform: "social_a", ID: "search-people", Family: Social, Kind: Data, Cost: 12, Origin: SpecListed, AI: true, FairUse: metered,
+		Platform: "social_a", ID: "search-people", Family: Social, Kind: Data, Cost: 12, Origin: SpecListed, AI: true, Records: &AIRecords{List: "items", ID: "id", Text: []string{"name", "type"}}, FairUse: metered,
 		Name: "Social A people search", Description: "Ranked people search (not substring match) on the large general social network.",
 		Params: []Param{queryParam.Ex("Jane Doe"), cursorParam},
 	},
@@ -247,12 +247,12 @@ var social = []Endpoint{
 		AnyOf: [][]string{{"id", "url"}},
 	},
 	{
-		Platform: "social_a", ID: "events-search", Family: Social, Kind: Data, Cost: 2, Origin: SpecListed, AI: true,
+		Platform: "social_a", ID: "events-search", Family: Social, Kind: Data, Cost: 2, Origin: SpecListed, AI: true, Records: &AIRecords{List: "items", ID: "id", Text: []string{"name"}},
 		Name: "Social A event search", Description: "Search public events; timing and place are read with social_a/event.",
 		Params: []Param{queryParam.Ex("jazz festival"), cursorParam},
 	},
 	{
-		Platform: "professional_network", ID: "search-people", Family: Social, Kind: Data, Cost: 8, Origin: SpecListed, AI: true, FairUse: metered,
+		Platform: "professional_network", ID: "search-people", Family: Social, Kind: Data, Cost: 8, Origin: SpecListed, AI: true, Records: &AIRecords{List: "items", ID: "id", Text: []string{"name", "headline", "location"}}, FairUse: metered,
 		Name: "Professional network people search", Description: "Search people by name or by a people-search URL.",
 		Params: []Param{
 			P("query", String, "A person's name.").Len(500).Ex("Jane Doe"),
@@ -557,6 +557,15 @@ var service = []Endpoint{
 		},
 		MayNotFind: true,
 		Decision:   "Runs are read by the monitor id lifted from the path, newest first, paged with limit and an opaque cursor like the ledger.",
+	},
+	{
+		Platform: "assist", ID: "recall", Family: Service, Kind: ServiceOwned, Origin: Derived, GetParam: "id",
+		Name: "AI-assist recall", Description: "The full records an AI-assist answer removed (exclude=engagement_bait) or replaced with recall stubs (fit=goal), " +
+			"with their labels, for 24 hours after the call, to the account that made it only (any other account gets 404); also at /v1/assist/recall/{id}. Free.",
+		Params: []Param{
+			P("id", String, "Recall id, from _assist.recall.id of the answer.").Req().Match("rcl_[A-Za-z0-9]{26}", "a recall id such as rcl_01jd8x3k4m5n6p7q8r9s0t1v2w").Ex("rcl_01jd8x3k4m5n6p7q8r9s0t1v2w"),
+		},
+		MayNotFind: true,
 	},
 	{
 		Platform: "batch", ID: "", Family: Batch, Kind: ServiceOwned, Method: "POST", Origin: SpecListed,

@@ -115,11 +115,14 @@ var (
 	dateParam = func(name, description string) Param { return P(name, Date, description) }
 )
 
+// postRecords: the model reads a post's text.
+var postRecords = &AIRecords{List: "items", ID: "id", Text: []string{"text"}}
+
 // aiAssistParams is the shared AI-assist set of spec 4.5, accepted by the
 // endpoints marked AI, with no surcharge.
 var aiAssistParams = []Param{
 	P("judgments", String, "on (default) adds bounded AI labels to eligible records; off preserves the original data shape.").OneOf("on", "off").Def("on"),
-	P("label", String, "none disables labels (same as judgments=off).").Len(64).Ex("none"),
+	P("label", String, "none disables labels (same as judgments=off).").OneOf("none"),
 	P("label_evidence", Boolean, "Truthy: include exact supporting sentences and zero-based sentence indexes when a label has validated evidence."),
 	P("exclude", String, "engagement_bait removes confidently labelled engagement bait; uncertain and unclassified records stay.").OneOf("engagement_bait"),
 	P("fit", String, "goal replaces confidently irrelevant records with recall stubs, keeping first, last, relevant and uncertain records in order.").OneOf("goal"),

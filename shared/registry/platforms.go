@@ -32,5 +32,6 @@ var PlatformKinds = map[string]string{
 	"credits":              "The account's balance and ledger. Free.",
 	"status":               "Per-platform health over the last 15 minutes. Free.",
 	"monitors":             "Monitors and their runs.",
+	"assist":               "AI-assist: records an answer removed or stubbed, recalled for 24 hours by their owner. Free.",
 	"batch":                "Up to 20 requests in one call, each billed on its own.",
 }

@@ -122,6 +122,9 @@ func (e *Endpoint) prepare() error {
 	if e.Kind == ServiceOwned && e.Cost != 0 {
 		return fmt.Errorf("service-owned endpoints cost 0")
 	}
+	if e.AI != (e.Records != nil) || (e.Records != nil && (e.Records.ID == "" || len(e.Records.Text) == 0)) {
+		return fmt.Errorf("an AI endpoint, and only one, declares the records its labels apply to (Records: ID and Text)")
+	}
 	_, idParams := splitTemplate(e.ID)
 	for _, seg := range strings.Split(e.ID, "/") {
 		if e.ID == "" || strings.HasPrefix(seg, "{") {

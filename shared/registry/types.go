@@ -116,6 +116,18 @@ type Order struct {
 	Strict    bool
 }
 
+// AIRecords locates the records an AI endpoint's labels apply to.
+type AIRecords struct {
+	// List is the data field holding the records ("items"); empty when the
+	// data object is itself the one record (a profile).
+	List string
+	// ID is the record field that identifies it in exclusions and recalls.
+	ID string
+	// Text lists the string fields the model reads, in order; evidence
+	// sentences are numbered across them from zero.
+	Text []string
+}
+
 // Origin records where a declaration's contract comes from.
 type Origin string
 
@@ -162,7 +174,10 @@ type Endpoint struct {
 	// metered. Operators override ceilings in configuration.
 	FairUse int64
 	// AI marks the endpoints that accept the shared AI-assist set (spec 4.5).
-	AI              bool
+	AI bool
+	// Records says which records of an AI endpoint's data the model labels
+	// and which of their fields it reads (required when AI is set).
+	Records         *AIRecords
 	LimitedCapacity bool
 	// MayNotFind marks a service-owned endpoint that answers 404
 	// RESOURCE_NOT_FOUND when what it is asked for does not exist (every

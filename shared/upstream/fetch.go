@@ -208,3 +208,57 @@ func (c *Call) GetPublic(ctx context.Context, field, raw string, header http.Hea
 func unsafeURL(field string, err error) *Fault {
 	return InvalidParameterFault(field, "unsafe_url", "The URL is not fetched: "+err.Error())
 }
+
+// Doer is the attempt's HTTP client for an SDK that makes its own requests
+// (the AWS SDK, say): each request first passes the attempt's admission gate,
+// as Get's do, so a limited route takes its allowance unit at the first
+// request, and a refusal is the gate's *Fault (wrapped by the SDK). Answers
+// come as they are, their bodies capped at MaxBody; the SDK reads statuses.
+func (c *Call) Doer() interface {
+	Do(*http.Request) (*http.Response, error)
+} {
+	return doerFunc(func(req *http.Request) (*http.Response, error) {
+		if f := c.admitted(req.Context()); f != nil {
+			return nil, f
+		}
+		res, err := c.client.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		res.Body = &cappedBody{ReadCloser: res.Body, left: MaxBody}
+		return res, nil
+	})
+}
+
+// doerFunc is a function serving as an HTTP client.
+type doerFunc func(*http.Request) (*http.Response, error)
+
+func (f doerFunc) Do(req *http.Request) (*http.Response, error) { return f(req) }
+
+// errBodyTooLarge ends the reading of a body past MaxBody.
+var errBodyTooLarge = errors.New("upstream body larger than the cap")
+
+// cappedBody reads at most left bytes, then fails, so an SDK decoding an
+// endless body fails as Get's callers do instead of holding it all.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body of exactly MaxBody from a longer one.
+		var probe [1]byte
+		n, err := b.ReadCloser.Read(probe[:])
+		if n > 0 {
+			return 0, errBodyTooLarge
+		}
+		return 0, err
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}

@@ -46,6 +46,18 @@ type Event struct {
 	// ParentRequestID names the composite call (search/all, …) this call
 	// was a leg of; a leg is never charged itself.
 	ParentRequestID string `json:"parent_request_id,omitempty"`
+	// Model is what AI-assist's model calls cost the request (spec 4.5:
+	// no surcharge, but the tokens are accounted).
+	Model *Model `json:"model,omitempty"`
+}
+
+// Model is a request's model calls: attempts (retries included), tokens
+// in and out, and the routes that served them.
+type Model struct {
+	Calls        int            `json:"calls"`
+	InputTokens  int64          `json:"input_tokens"`
+	OutputTokens int64          `json:"output_tokens"`
+	Legs         []upstream.Leg `json:"legs,omitempty"`
 }
 
 // Reconciliation actions.

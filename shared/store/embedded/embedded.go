@@ -38,9 +38,10 @@ var (
 
 // Store is the embedded store.
 type Store struct {
-	db        *bolt.DB
-	now       func() time.Time
-	cachePuts atomic.Int64
+	db         *bolt.DB
+	now        func() time.Time
+	cachePuts  atomic.Int64
+	recallPuts atomic.Int64
 }
 
 // Open opens (or creates) dir/meridian.db.
@@ -55,7 +56,7 @@ func Open(dir string) (*Store, error) {
 	err = db.Update(func(tx *bolt.Tx) error {
 		leased := tx.Bucket(bLeases) != nil
 		for _, b := range [][]byte{bAccounts, bConsole, bKeys, bKeyHash, bLedger, bReservations, bLeases, bCache, bIdempotency,
-			bLimits, bFairUse, bOutcomes, bOutcomeMarks, bOutcomeExpiry, bOutbox, bOutboxIDs, bAllowances} {
+			bLimits, bFairUse, bOutcomes, bOutcomeMarks, bOutcomeExpiry, bOutbox, bOutboxIDs, bAllowances, bRecalls} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -1039,3 +1040,43 @@ func (s *Store) DeleteOutbox(ctx context.Context, ids []string) error {
 }
 
 var _ store.Outbox = (*Store)(nil)
+
+var bRecalls = []byte("recalls") // recall id -> recall
+
+func (s *Store) PutRecall(ctx context.Context, r store.Recall) error {
+	if err := store.CheckRecall(r); err != nil {
+		return err
+	}
+	sweep := s.recallPuts.Add(1)%64 == 0
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bRecalls)
+		if b.Get([]byte(r.ID)) != nil {
+			return store.ErrRecallExists
+		}
+		// Every 64th put drops what has expired, so the file does not grow for ever.
+		c := b.Cursor()
+		for k, v := c.First(); sweep && k != nil; k, v = c.Next() {
+			var old store.Recall
+			if json.Unmarshal(v, &old) == nil && !r.CreatedAt.Before(old.ExpiresAt) {
+				if err := c.Delete(); err != nil {
+					return err
+				}
+			}
+		}
+		return put(b, []byte(r.ID), r)
+	})
+}
+
+func (s *Store) GetRecall(ctx context.Context, id, accountID string, now time.Time) (store.Recall, error) {
+	var r store.Recall
+	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
+		r, err = get[store.Recall](tx.Bucket(bRecalls), []byte(id))
+		if err == nil && (r.AccountID != accountID || !now.Before(r.ExpiresAt)) {
+			r, err = store.Recall{}, store.ErrNotFound
+		}
+		return err
+	})
+	return r, err
+}
+
+var _ store.Recalls = (*Store)(nil)

@@ -8,7 +8,8 @@
 //
 //	{
 //	  "match":    {"method": "GET", "path": "/users/*", "query": {"q": "golang", "cursor": "*"},
-//	               "body": {"url": "https://shop.example/p/*", "geolocation": "GB"}},
+//	               "body": {"url": "https://shop.example/p/*", "geolocation": "GB"},
+//	               "body_contains": ["needle"]},
 //	  "default":  false,
 //	  "response": {"status": 200, "headers": {"retry-after": "3"}, "body": {...}, "delay_ms": 0},
 //	  "fault":    ""
@@ -20,10 +21,14 @@
 // body (services such as Zyte API take their parameters there): a string
 // is a path.Match pattern the field's string value must match ("*":
 // present with any value), any other JSON value must equal the field's.
-// The most specific matching fixture answers (the most query and body
-// constraints, then a literal path, then file order); a request no fixture
-// matches gets the provider's default fixture for that path ("default":
-// true), so any valid request is answered. response.body is JSON;
+// match.body_contains lists strings that must each occur in the raw request
+// body as sent, whatever its format (a prompt nested deep in a model
+// request, say; inside JSON, write the text as the JSON encoding has it).
+// The most specific matching fixture answers (the most query, body and
+// body_contains constraints, each string counting as one, then a literal
+// path, then file order); a request no fixture matches gets the provider's
+// default fixture for that path ("default": true), so any valid request is
+// answered. response.body is JSON;
 // response.body_text is sent verbatim instead (malformed bodies). fault injects a transport failure:
 // "reset" closes the connection without an answer, "truncate" sends half
 // of the body after announcing all of it.
@@ -64,6 +69,8 @@ type Fixture struct {
 		Query  map[string]string `json:"query"`
 		// Body constrains top-level fields of a JSON request body.
 		Body map[string]json.RawMessage `json:"body"`
+		// BodyContains are strings the raw request body must contain.
+		BodyContains []string `json:"body_contains"`
 	} `json:"match"`
 	Default  bool `json:"default"`
 	Response struct {
@@ -150,6 +157,12 @@ func (s *Server) Add(provider, name string, fx Fixture) error {
 			}
 		}
 	}
+	for _, needle := range fx.Match.BodyContains {
+		if needle == "" {
+			// It would match every request while counting as a constraint.
+			return fmt.Errorf("fixture %s: match.body_contains has an empty string", name)
+		}
+	}
 	if fx.Fault != "" && fx.Fault != "reset" && fx.Fault != "truncate" {
 		return fmt.Errorf("fixture %s: unknown fault %q", name, fx.Fault)
 	}
@@ -209,7 +222,8 @@ func (s *Server) find(provider string, r *http.Request, rest string, body []byte
 			}
 			continue
 		}
-		if queryMatches(fx.Match.Query, q) && bodyMatches(fx.Match.Body, fields) && (best == nil || moreSpecific(fx, best)) {
+		if queryMatches(fx.Match.Query, q) && bodyMatches(fx.Match.Body, fields) && bodyContains(fx.Match.BodyContains, body) &&
+			(best == nil || moreSpecific(fx, best)) {
 			best = fx
 		}
 	}
@@ -222,11 +236,16 @@ func (s *Server) find(provider string, r *http.Request, rest string, body []byte
 // moreSpecific: more query and body constraints win, then a literal path
 // over a pattern.
 func moreSpecific(a, b *Fixture) bool {
-	na, nb := len(a.Match.Query)+len(a.Match.Body), len(b.Match.Query)+len(b.Match.Body)
+	na, nb := constraints(a), constraints(b)
 	if na != nb {
 		return na > nb
 	}
 	return !hasPattern(a.Match.Path) && hasPattern(b.Match.Path)
+}
+
+// constraints counts a fixture's query, body and body_contains constraints.
+func constraints(fx *Fixture) int {
+	return len(fx.Match.Query) + len(fx.Match.Body) + len(fx.Match.BodyContains)
 }
 
 func hasPattern(p string) bool { return strings.ContainsAny(p, `*?[\`) }
@@ -265,6 +284,16 @@ func bodyMatches(want, got map[string]json.RawMessage) bool {
 		}
 		var wv, gv any
 		if json.Unmarshal(w, &wv) != nil || json.Unmarshal(g, &gv) != nil || !reflect.DeepEqual(wv, gv) {
+			return false
+		}
+	}
+	return true
+}
+
+// bodyContains reports whether every needle occurs in the raw body.
+func bodyContains(needles []string, body []byte) bool {
+	for _, needle := range needles {
+		if !bytes.Contains(body, []byte(needle)) {
 			return false
 		}
 	}

@@ -169,3 +169,58 @@ func TestBodyPatternsAreChecked(t *testing.T) {
 		t.Error("a body constraint that is not JSON is refused")
 	}
 }
+
+func TestBodyContainsMatching(t *testing.T) {
+	s := New()
+	withContains := func(contains []string, body map[string]string, answer string) Fixture {
+		fx := fixture("/v1/chat/completions", nil, false, answer)
+		fx.Match.Method = http.MethodPost
+		fx.Match.BodyContains = contains
+		if body != nil {
+			fx.Match.Body = map[string]json.RawMessage{}
+			for k, v := range body {
+				fx.Match.Body[k] = json.RawMessage(v)
+			}
+		}
+		return fx
+	}
+	fallback := fixture("/v1/chat/completions", nil, true, `"default"`)
+	fallback.Match.Method = http.MethodPost
+	for name, fx := range map[string]Fixture{
+		"default":  fallback,
+		"one":      withContains([]string{"ref-7"}, nil, `"mentions ref-7"`),
+		"two":      withContains([]string{"ref-7", `\"category\"`}, nil, `"ref-7 and a quoted category"`),
+		"model":    withContains(nil, map[string]string{"model": `"small"`}, `"small model"`),
+		"modelref": withContains([]string{"ref-7"}, map[string]string{"model": `"small"`}, `"small model, ref-7"`),
+	} {
+		if err := s.Add("chat", name, fx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base, stop, err := s.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	for body, want := range map[string]string{
+		// Nested deep in the JSON: a body field matcher cannot see it.
+		`{"messages": [{"role": "user", "content": "label ref-7"}]}`: `"mentions ref-7"`,
+		// Each string counts as one constraint: two beat one.
+		`{"messages": [{"content": "ref-7 as \"category\""}]}`: `"ref-7 and a quoted category"`,
+		// A body field and a string (two) beat a lone body field (one).
+		`{"model": "small", "messages": [{"content": "ref-7"}]}`: `"small model, ref-7"`,
+		`{"model": "small", "messages": [{"content": "ref-8"}]}`: `"small model"`,
+		// Every string must occur; the raw body need not be JSON.
+		`{"messages": [{"content": "\"category\" only"}]}`: `"default"`,
+		`plain text naming ref-7`:                          `"mentions ref-7"`,
+		`REF-7`:                                            `"default"`,
+	} {
+		if code, got := post(t, base, "/chat/v1/chat/completions", body); code != 200 || got != want {
+			t.Errorf("%s: %d %s; want %s", body, code, got, want)
+		}
+	}
+	empty := withContains([]string{"x", ""}, nil, `{}`)
+	if err := New().Add("chat", "empty", empty); err == nil {
+		t.Error("an empty body_contains string matches everything; it must be refused")
+	}
+}
