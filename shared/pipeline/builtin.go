@@ -63,6 +63,7 @@ func apiIndex(reg *registry.Registry) map[string]any {
 		"links": map[string]string{
 			"catalogue":        "/v1/utility/endpoints",
 			"errors_reference": "/docs/errors",
+			"ai_labels":        "/docs/ai-labels",
 			"openapi":          "/openapi.json",
 			"sandbox":          "/sandbox",
 		},

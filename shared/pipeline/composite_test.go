@@ -416,7 +416,12 @@ func testLegsStayWithinFreeSlots(t *testing.T, newBilled billedFactory) {
 		t.Fatal(refused)
 	}
 	go func() {
-		time.Sleep(100 * time.Millisecond)
+		// Open the gate once three legs wait (the most that fit), or after
+		// a while: a slow store must not make fewer legs look like the rule.
+		for deadline := time.Now().Add(5 * time.Second); lp.running.Load() < 3 && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond) // a fourth leg, wrongly let in, would show now
 		close(lp.gate)
 	}()
 	r := b.call("/v1/search/all?query=wait")

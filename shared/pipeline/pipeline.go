@@ -296,6 +296,10 @@ func (p *Pipeline) route(x *exchange) {
 		p.serveAdmin(x, path)
 	case path == "/docs/errors" && x.r.Method == http.MethodGet:
 		serveErrorsReference(x.w)
+	case path == "/docs/ai-labels" && x.r.Method == http.MethodGet:
+		x.w.Header().Set("content-type", "text/html; charset=utf-8")
+		x.w.WriteHeader(http.StatusOK)
+		_, _ = x.w.Write([]byte(assist.DocsHTML()))
 	case (path == "/openapi.json" || path == "/openapi.yaml") && x.r.Method == http.MethodGet:
 		p.serveOpenAPI(x, strings.HasSuffix(path, ".yaml"))
 	case path == "/mcp":

@@ -121,7 +121,7 @@ var postRecords = &AIRecords{List: "items", ID: "id", Text: []string{"text"}}
 // aiAssistParams is the shared AI-assist set of spec 4.5, accepted by the
 // endpoints marked AI, with no surcharge.
 var aiAssistParams = []Param{
-	P("judgments", String, "on (default) adds bounded AI labels to eligible records; off preserves the original data shape.").OneOf("on", "off").Def("on"),
+	P("judgments", String, "on (default) adds bounded AI labels (ai_label; the label set is at /docs/ai-labels) to eligible records; off preserves the original data shape.").OneOf("on", "off").Def("on"),
 	P("label", String, "none disables labels (same as judgments=off).").OneOf("none"),
 	P("label_evidence", Boolean, "Truthy: include exact supporting sentences and zero-based sentence indexes when a label has validated evidence."),
 	P("exclude", String, "engagement_bait removes confidently labelled engagement bait; uncertain and unclassified records stay.").OneOf("engagement_bait"),
