@@ -123,8 +123,8 @@ var vettingPlatformOrder = []string{"short_video_a", "photo_social", "video_plat
 //     (through paid unblocking services) and adds only plays, and hidden
 //     likes stay hidden there too.
 //   - Nothing is inferred: no authenticity grade, no score. content_review
-//     answers {status: unavailable} until the AI-assist model exists, at
-//     no extra charge.
+//     answers {status: unavailable} at no extra charge: the bundle is
+//     AI-free, and its advisory review is not built.
 //   - Failure. A posts leg that fails fails the call with that leg's error
 //     type and status (refunded); every other leg's failure is reported
 //     in the answer (_warnings, legs[]).
@@ -313,7 +313,7 @@ func serveCreatorVetting(ctx context.Context, c *pipeline.Call, legs pipeline.Le
 	}
 	if v["content_review"] == "true" {
 		out.ContentReview = &vettingContentReview{Status: "unavailable",
-			Reason: "The AI-assist model that flags advisory text is not deployed yet: no post was reviewed and nothing extra was charged."}
+			Reason: "Advisory content review is not offered on this bundle yet (it is AI-free; AI labels are on the endpoints marked AI): no post was reviewed and nothing extra was charged."}
 	}
 
 	// Phase 1: the profile (when served here) and the posts, concurrently.
