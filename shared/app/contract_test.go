@@ -663,9 +663,14 @@ func TestContractEveryOperation(t *testing.T) {
 				success = contractWant{status: http.StatusNotImplemented, typ: string(envelope.EndpointNotAvailable), request: contractRequestValid}
 			case ep != nil && ep.Kind == registry.ServiceOwned && ep.Origin == registry.SpecNamed:
 				// Named by the spec without a shape (monitors, web jobs):
-				// 501 until Meridian serves them, 200 afterwards.
-				if r := env.do(ex); r.code == http.StatusNotImplemented {
+				// 501 until Meridian serves them, 200 afterwards; one that
+				// reads what a caller owns (a recall) finds nothing under
+				// the example id: its documented 404.
+				switch r := env.do(ex); {
+				case r.code == http.StatusNotImplemented:
 					success = contractWant{status: http.StatusNotImplemented, typ: string(envelope.EndpointNotAvailable), request: contractRequestValid}
+				case r.code == http.StatusNotFound && ep.MayNotFind:
+					success = contractWant{status: http.StatusNotFound, typ: string(envelope.ResourceNotFound), request: contractRequestValid}
 				}
 			}
 			t.Run("example", func(t *testing.T) { env.exchange(t, ex, success) })

@@ -559,13 +559,15 @@ var service = []Endpoint{
 		Decision:   "Runs are read by the monitor id lifted from the path, newest first, paged with limit and an opaque cursor like the ledger.",
 	},
 	{
-		Platform: "assist", ID: "recall", Family: Service, Kind: ServiceOwned, Origin: Derived, GetParam: "id",
+		Platform: "assist", ID: "recall", Family: Service, Kind: ServiceOwned, Origin: SpecNamed, GetParam: "id",
 		Name: "AI-assist recall", Description: "The full records an AI-assist answer removed (exclude=engagement_bait) or replaced with recall stubs (fit=goal), " +
 			"with their labels, for 24 hours after the call, to the account that made it only (any other account gets 404); also at /v1/assist/recall/{id}. Free.",
 		Params: []Param{
 			P("id", String, "Recall id, from _assist.recall.id of the answer.").Req().Match("rcl_[A-Za-z0-9]{26}", "a recall id such as rcl_01jd8x3k4m5n6p7q8r9s0t1v2w").Ex("rcl_01jd8x3k4m5n6p7q8r9s0t1v2w"),
 		},
 		MayNotFind: true,
+		Decision: "Spec 4.5 returns an owner-bound recall reference for excluded records and recall stubs kept 24 hours for fitted ones; " +
+			"one free endpoint reads them by the id the answer gives, for the account that made the call only.",
 	},
 	{
 		Platform: "batch", ID: "", Family: Batch, Kind: ServiceOwned, Method: "POST", Origin: SpecListed,

@@ -56,7 +56,7 @@ var namedOnly = []string{
 	"search/all", "search/creators", "code_host/profile", "code_host/profile/repos", "code_host/repo/issues",
 	"microblog_a/profile", "monitors/{id}/runs", "web/jobs/{id}", "professional_network/locations",
 	"professional_network/schools", "professional_network/industries", "property_portal/locations",
-	"travel_booking/locations", "travel_booking/search-hotels", "lodging_marketplace/locations",
+	"travel_booking/locations", "travel_booking/search-hotels", "lodging_marketplace/locations", "assist/recall",
 }
 
 func TestRegistryHasEverySpecEndpoint(t *testing.T) {
