@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,7 +45,7 @@ func OptionsFrom(v map[string]string) Options {
 	}
 	if v["fit"] == "goal" {
 		o.Goal = v["goal"]
-		fmt.Sscan(v["tokens"], &o.Tokens)
+		o.Tokens, _ = strconv.Atoi(v["tokens"]) // validated: 256-32000, or absent
 	}
 	return o
 }
