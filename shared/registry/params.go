@@ -88,12 +88,17 @@ func (p Param) OnHosts(hosts ...string) Param {
 // p.Hosts or a subdomain of one. Case and one trailing dot are ignored, as
 // DNS ignores them; a name with an empty label matches nothing, so
 // ".etsy.com" cannot pass as a subdomain.
-func (p *Param) AllowsHost(host string) bool {
+func (p *Param) AllowsHost(host string) bool { return HostIn(host, p.Hosts) }
+
+// HostIn reports whether host is one of hosts (lowercase names) or a
+// subdomain of one, by AllowsHost's rules: what every check that a URL is
+// a platform's page uses.
+func HostIn(host string, hosts []string) bool {
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	if host == "" || strings.HasPrefix(host, ".") || strings.Contains(host, "..") {
 		return false
 	}
-	for _, h := range p.Hosts {
+	for _, h := range hosts {
 		if host == h || strings.HasSuffix(host, "."+h) {
 			return true
 		}

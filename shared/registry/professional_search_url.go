@@ -255,10 +255,7 @@ func ReadPeopleSearchURL(raw string) (s PeopleSearch, reason, message string) {
 // onProfessionalNetwork reports whether host is linkedin.com or one of its
 // subdomains (the check OnHosts makes before the rule runs, repeated here
 // so the rule stands on its own).
-func onProfessionalNetwork(host string) bool {
-	p := Param{Hosts: professionalNetworkHosts}
-	return p.AllowsHost(host)
-}
+func onProfessionalNetwork(host string) bool { return HostIn(host, professionalNetworkHosts) }
 
 // selections reads a filter's values as the site writes them: a JSON array
 // of strings (numbers are read as their digits), or, in older and

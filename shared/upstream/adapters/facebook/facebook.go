@@ -59,6 +59,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/upstream"
 	"github.com/meridian-data/meridian/shared/upstream/htmldata"
 	"github.com/meridian-data/meridian/shared/upstream/pages"
@@ -136,7 +137,7 @@ func EventID(raw string) (string, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		return "", bad("invalid_url", "url must be an http(s) link to a public event page of this platform")
 	}
-	if !onHosts(u.Hostname()) {
+	if !registry.HostIn(u.Hostname(), Hosts) {
 		return "", bad("not_an_event", "url must be a page of this platform")
 	}
 	const notEvent = "url must be an event link: /events/<id>/"
@@ -177,19 +178,6 @@ func numeric(s string) bool {
 		}
 	}
 	return true
-}
-
-func onHosts(host string) bool {
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	if host == "" || strings.HasPrefix(host, ".") || strings.Contains(host, "..") {
-		return false
-	}
-	for _, h := range Hosts {
-		if host == h || strings.HasSuffix(host, "."+h) {
-			return true
-		}
-	}
-	return false
 }
 
 // blocked recognises block pages (htmldata.Challenge) and the site's own

@@ -52,6 +52,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/upstream"
 	"github.com/meridian-data/meridian/shared/upstream/htmldata"
 	"github.com/meridian-data/meridian/shared/upstream/pages"
@@ -111,7 +112,7 @@ func Shortcode(raw string) (string, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		return "", bad("invalid_url", "url must be an http(s) link to a public post or reel of this platform")
 	}
-	if !onHosts(u.Hostname()) {
+	if !registry.HostIn(u.Hostname(), Hosts) {
 		return "", bad("not_a_post", "url must be a page of this platform")
 	}
 	parts := strings.FieldsFunc(u.Path, func(r rune) bool { return r == '/' })
@@ -130,19 +131,6 @@ func Shortcode(raw string) (string, error) {
 		return "", bad("invalid_shortcode", "the post code in url is not a shortcode of this platform")
 	}
 	return parts[1], nil
-}
-
-func onHosts(host string) bool {
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	if host == "" || strings.HasPrefix(host, ".") || strings.Contains(host, "..") {
-		return false
-	}
-	for _, h := range Hosts {
-		if host == h || strings.HasSuffix(host, "."+h) {
-			return true
-		}
-	}
-	return false
 }
 
 // validCode: shortcodes are the URL-safe base64 alphabet, 11 characters

@@ -50,6 +50,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/upstream"
 	"github.com/meridian-data/meridian/shared/upstream/creator"
 )
@@ -244,7 +245,7 @@ func VideoID(raw string) (string, error) {
 		return "", bad("invalid_post_id", want)
 	}
 	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
-	if !onHosts(host) {
+	if !registry.HostIn(host, Hosts) {
 		return "", bad("not_a_post", want)
 	}
 	parts := strings.FieldsFunc(u.Path, func(r rune) bool { return r == '/' })
@@ -280,18 +281,6 @@ func canonicalID(id string, bad func(code, msg string) error, want string) (stri
 		return "", bad("invalid_post_id", want)
 	}
 	return strconv.FormatUint(n, 10), nil
-}
-
-func onHosts(host string) bool {
-	if host == "" || strings.HasPrefix(host, ".") || strings.Contains(host, "..") {
-		return false
-	}
-	for _, h := range Hosts {
-		if host == h || strings.HasSuffix(host, "."+h) {
-			return true
-		}
-	}
-	return false
 }
 
 // idTime is when a video (or comment) with this id was created: the id's
