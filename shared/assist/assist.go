@@ -135,7 +135,7 @@ func (a *Assistant) Apply(ctx context.Context, call Call, data any) Result {
 		addWarning(doc, WarnOff)
 	default:
 		labels, stats := a.label(ctx, call, records)
-		res.Calls, res.InputTokens, res.OutputTokens, res.Trace = stats.calls, stats.in, stats.out, stats.trace
+		res.Calls, res.InputTokens, res.OutputTokens, res.Trace = stats.trace.Attempts, stats.in, stats.out, stats.trace
 		meta["classified"], meta["unclassified"] = stats.classified, len(records)-stats.classified
 		switch {
 		case stats.failedBatches > 0 && stats.failedBatches == stats.batches:
@@ -213,10 +213,11 @@ func (l Label) irrelevant() bool {
 
 func round2(f float64) float64 { return math.Round(f*100) / 100 }
 
+// labelStats: the model's attempts are trace.Attempts.
 type labelStats struct {
-	calls, classified, batches, failedBatches int
-	in, out                                   int64
-	trace                                     upstream.Trace
+	classified, batches, failedBatches int
+	in, out                            int64
+	trace                              upstream.Trace
 }
 
 // label asks the model about the records in batches, at most Parallel at
@@ -267,7 +268,6 @@ func (a *Assistant) label(ctx context.Context, call Call, records []map[string]a
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			st.calls += ans.Trace.Attempts
 			st.in += ans.InputTokens
 			st.out += ans.OutputTokens
 			st.trace.Attempts += ans.Trace.Attempts
@@ -320,11 +320,11 @@ func (a *Assistant) take(ctx context.Context, call Call, doc map[string]any, rec
 		pos    int
 	}
 	var stay []kept
-	var removed []map[string]any
+	removedAt := map[int]map[string]any{} // by position in the source's list
 	var removedIDs []any
 	for i, r := range records {
 		if opt.Exclude && labels[i].bait() {
-			removed = append(removed, recallItem(r, labels[i], opt, "engagement_bait", i))
+			removedAt[i] = recallItem(r, labels[i], opt, "engagement_bait", i)
 			removedIDs = append(removedIDs, r[call.Records.ID])
 			continue
 		}
@@ -356,17 +356,20 @@ func (a *Assistant) take(ctx context.Context, call Call, doc map[string]any, rec
 		stub := stubOf(k.record, call.Records.ID, k.label, opt, id)
 		size += estimateTokens(stub) - estimateTokens(k.record)
 		stubs[n] = stub
-		removed = append(removed, recallItem(k.record, k.label, opt, "irrelevant_to_goal", k.pos))
+		removedAt[k.pos] = recallItem(k.record, k.label, opt, "irrelevant_to_goal", k.pos)
 	}
 	for n, k := range stay {
 		if _, ok := stubs[n]; ok {
 			stubIDs = append(stubIDs, k.record[call.Records.ID])
 		}
 	}
-	if len(removed) > 0 {
-		sort.SliceStable(removed, func(x, y int) bool {
-			return removed[x]["ai_removed"].(map[string]any)["position"].(int) < removed[y]["ai_removed"].(map[string]any)["position"].(int)
-		})
+	if len(removedAt) > 0 {
+		var removed []map[string]any
+		for i := range records {
+			if item, ok := removedAt[i]; ok {
+				removed = append(removed, item)
+			}
+		}
 		expires, err := a.keep(ctx, call, id, removed)
 		if err != nil {
 			addWarning(doc, WarnRecall)

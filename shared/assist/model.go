@@ -43,20 +43,14 @@ func (r Routes) Ask(ctx context.Context, q Question) Answer {
 		model.ParamMaxTokens: strconv.Itoa(q.MaxTokens),
 	})
 	a := Answer{Trace: out.Trace}
-	var reply model.Reply
-	switch d := out.Data.(type) {
-	case model.Reply:
-		reply = d
-	case *model.Reply:
-		reply = *d
+	reply, ok := out.Data.(model.Reply)
+	switch {
+	case ok:
+		a.Text, a.InputTokens, a.OutputTokens = reply.Text, reply.InputTokens, reply.OutputTokens
+	case out.Fault != nil:
+		a.Err = out.Fault
 	default:
-		if out.Fault != nil {
-			a.Err = out.Fault
-		} else {
-			a.Err = errors.New("no model route was called (cooling down)")
-		}
-		return a
+		a.Err = errors.New("no model route was called (cooling down)")
 	}
-	a.Text, a.InputTokens, a.OutputTokens = reply.Text, reply.InputTokens, reply.OutputTokens
 	return a
 }
