@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/meridian-data/meridian/shared/afterwork"
 	"io"
 	"log/slog"
 	"net"
@@ -81,6 +82,9 @@ type Deps struct {
 	Events usage.Sink
 	// AdminToken enables the operator API; empty reads MERIDIAN_ADMIN_TOKEN.
 	AdminToken string
+	// After runs each request's store writes that its answer does not wait
+	// for (pipeline.Config.After); nil runs them before the answer returns.
+	After *afterwork.Queue
 	// emitter is Events when a Lambda function must flush it after each invocation.
 	emitter *usage.Emitter
 }
@@ -173,6 +177,7 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 		ErrorsURL:     os.Getenv(EnvErrorsURL),
 		Contact:       contact(),
 		Logger:        logger,
+		After:         deps.After,
 	}
 }
 
@@ -249,9 +254,19 @@ func StartLambda(family registry.Family) {
 		logger.Error("cannot configure the function", "error", err.Error())
 		os.Exit(1)
 	}
-	h := Function(family, logger, deps)
+	var after func(gateway.EventHandler) gateway.EventHandler
 	if deps.emitter != nil {
-		h = flushAfterInvocations(ctx, h, deps.emitter, logger)
+		// The extension must register before the function is built: only
+		// with it may work follow the response (deps.After).
+		deps.After = &afterwork.Queue{}
+		after = afterInvocations(ctx, deps.After, deps.emitter, logger)
+		if after == nil {
+			deps.After = nil
+		}
+	}
+	h := Function(family, logger, deps)
+	if after != nil {
+		h = after(h)
 	}
 	lambda.Start(gateway.FunctionURLAware(h))
 }
@@ -369,9 +384,14 @@ func RunLocal() {
 	}
 	defer stopReplay()
 	deps.Store, deps.Throttle, deps.Events = s, ThrottleFromEnv(), LocalEvents(ctx, s, logger)
+	deps.After = &afterwork.Queue{}
 	err = ListenAndServe(ctx, addr, logger, deps, func(a net.Addr) {
 		logger.Info("meridian listening", "addr", "http://"+a.String(), "data_dir", dir, "try", "curl -i http://"+a.String()+"/v1")
 	})
+	// The last answers' writes land before the store closes.
+	drain, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	deps.After.Wait(drain)
+	cancel()
 	if err != nil {
 		logger.Error("local server stopped", "error", err.Error())
 		os.Exit(1)

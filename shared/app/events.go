@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/meridian-data/meridian/shared/afterwork"
 	"log/slog"
 	"os"
 	"strings"
@@ -75,15 +76,23 @@ func queueEmitter(ctx context.Context, s store.Store, logger *slog.Logger) (*usa
 	return &usage.Emitter{Queue: sqsqueue.New(client, url), Outbox: outbox, Logger: logger}, nil
 }
 
-// flushAfterInvocations sends each invocation's events after its response
+// afterInvocations sends each invocation's events after its response
 // (an internal Lambda extension), or in the background when the extension
 // cannot register.
-func flushAfterInvocations(ctx context.Context, h gateway.EventHandler, e *usage.Emitter, logger *slog.Logger) gateway.EventHandler {
+//
+// The work after each invocation first waits for the requests' own
+// after-response writes (q): they may add reconciliations to the events.
+// Without the extension it returns nil: nothing may then follow a
+// response, since the environment may freeze as soon as it is returned.
+func afterInvocations(ctx context.Context, q *afterwork.Queue, e *usage.Emitter, logger *slog.Logger) func(gateway.EventHandler) gateway.EventHandler {
 	background := func() {
 		logger.Warn("after-invocation extension lost; flushing in the background")
 		go e.Run(ctx, flushEvery)
 	}
 	wrap, err := gateway.AfterInvocation(ctx, os.Getenv("AWS_LAMBDA_RUNTIME_API"), func(ctx context.Context) {
+		if !q.Wait(ctx) {
+			logger.Warn("after-response writes still running at the end of the invocation's work")
+		}
 		if err := e.Flush(ctx); err != nil {
 			logger.Warn("usage flush incomplete", "error", err.Error())
 		}
@@ -91,9 +100,9 @@ func flushAfterInvocations(ctx context.Context, h gateway.EventHandler, e *usage
 	if err != nil {
 		logger.Warn("after-invocation extension unavailable; flushing in the background", "error", err.Error())
 		go e.Run(ctx, flushEvery)
-		return h
+		return nil
 	}
-	return wrap(h)
+	return wrap
 }
 
 // WorkerHandler is the worker function: SQS batches of usage events and

@@ -15,6 +15,18 @@ type Principal struct {
 	AccountID string
 	KeyID     string
 	KeyPrefix string
+	// KeyHash is the stored hash of the key (never the key): it names the
+	// key's limits (store.Limits).
+	KeyHash string
+}
+
+// LimitsID names the principal's per-key limits: the key's hash, or its id
+// for a key source that keeps no hashes.
+func (p Principal) LimitsID() string {
+	if p.KeyHash != "" {
+		return p.KeyHash
+	}
+	return p.KeyID
 }
 
 // ErrUnknownKey means the key is unrecognised, revoked or deleted; all three

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"time"
 
 	"github.com/meridian-data/meridian/shared/store"
 )
@@ -51,5 +52,19 @@ func (s StoreKeys) Authenticate(ctx context.Context, key string) (Principal, err
 	if err != nil {
 		return Principal{}, err
 	}
-	return Principal{AccountID: k.AccountID, KeyID: k.ID, KeyPrefix: k.Prefix}, nil
+	return Principal{AccountID: k.AccountID, KeyID: k.ID, KeyPrefix: k.Prefix, KeyHash: k.Hash}, nil
+}
+
+// Enter authenticates key and admits its request in one step (store.Gate):
+// ErrUnknownKey for a key that is unknown, revoked or deleted.
+func Enter(ctx context.Context, g store.Gate, key, requestID string, now time.Time, rules store.LimitRules, slot bool) (Principal, store.Admission, error) {
+	hash := Hash(key)
+	k, a, err := g.Enter(ctx, hash, requestID, now, rules, slot)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrKeyInactive) {
+		return Principal{}, store.Admission{}, ErrUnknownKey
+	}
+	if err != nil {
+		return Principal{}, store.Admission{}, err
+	}
+	return Principal{AccountID: k.AccountID, KeyID: k.ID, KeyPrefix: k.Prefix, KeyHash: hash}, a, nil
 }

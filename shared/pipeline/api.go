@@ -14,6 +14,7 @@ import (
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/params"
 	"github.com/meridian-data/meridian/shared/registry"
+	"github.com/meridian-data/meridian/shared/store"
 )
 
 // serveAPI runs the life of a call (design notes, "The life of a paid
@@ -39,39 +40,51 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 		return
 	}
 	query, qerr := params.Parse(x.r.URL.RawQuery)
-	principal, aerr := p.authenticate(x, query, x.r.Method == http.MethodGet)
+	var validated params.Result
+	var verr *envelope.Error
+	if qerr == nil {
+		validated, verr = params.Validate(e, query, res.PathParams)
+	}
+	// A batch wrapper is not admitted itself: its items are, one by one.
+	metered := e.Platform != "batch"
+	// The response cache does not depend on the caller: its lookup runs
+	// beside authentication and admission, and is used only once both
+	// have passed (a refused request never sees cached data).
+	var lookup *cacheLookup
+	if qerr == nil && verr == nil && !sandbox && auth.WellFormed(auth.FromRequest(x.r, x.r.Method == http.MethodGet).Key) {
+		lookup = p.startLookup(x, e, validated)
+	}
+	principal, aerr := p.authenticate(x, query, x.r.Method == http.MethodGet, metered)
 	if aerr != nil {
 		x.fail(aerr)
 		return
 	}
-	// A batch wrapper is not admitted itself: its items are, one by one.
-	metered := e.Platform != "batch"
 	if metered {
 		if refusal := p.admit(x, principal); refusal != nil {
 			x.fail(refusal)
 			return
 		}
-		defer p.release(x, principal)
+		defer x.afterResponse(func(ctx context.Context) { p.release(ctx, x, principal) })
 	}
 	if qerr != nil {
 		x.fail(qerr)
 		return
 	}
-	validated, verr := params.Validate(e, query, res.PathParams)
 	if verr != nil {
 		x.fail(verr)
 		return
 	}
-	call := &Call{RequestID: x.requestID, Endpoint: e, Params: validated, Principal: principal, Sandbox: sandbox, Request: x.r}
+	call := &Call{RequestID: x.requestID, Endpoint: e, Params: validated, Principal: principal, Sandbox: sandbox, Request: x.r, lookup: lookup}
 	x.call = call
 	finish, handled := p.idempotency(x, call)
 	if handled {
 		return
 	}
 	if finish != nil {
-		// Deferred, so it sees the status of every answer, refusals and
-		// panics included: a refused request frees its key for the retry.
-		defer finish()
+		// After the response, so it sees the status of every answer,
+		// refusals and panics included: a refused request frees its key
+		// for the retry.
+		defer x.afterResponse(finish)
 	}
 	if refusal := p.takeSlotIf(metered, x, principal); refusal != nil {
 		x.fail(refusal)
@@ -82,7 +95,9 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 
 // Bearer (spec 5.2) is accepted on GET requests under /v1 and /sandbox
 // (and on /mcp); never on POST /v1/batch.
-func (p *Pipeline) authenticate(x *exchange, query params.Query, bearerAllowed bool) (auth.Principal, *envelope.Error) {
+// A metered request is admitted in the same store step when the pipeline
+// has a gate (x.entered).
+func (p *Pipeline) authenticate(x *exchange, query params.Query, bearerAllowed, metered bool) (auth.Principal, *envelope.Error) {
 	if _, inQuery := query[auth.QueryKeyParam]; inQuery {
 		return auth.Principal{}, unauthorized("query_string_key_rejected",
 			"API keys are not accepted in the query string; send the x-api-key header. Treat the exposed key as compromised and rotate it.")
@@ -105,7 +120,18 @@ func (p *Pipeline) authenticate(x *exchange, query params.Query, bearerAllowed b
 		p.invalidKey(client)
 		return auth.Principal{}, unauthorized("invalid_api_key", "The API key is not valid.")
 	}
-	principal, err := p.cfg.Keys.Authenticate(x.r.Context(), presented.Key)
+	var principal auth.Principal
+	var err error
+	if p.gate != nil && metered {
+		var a store.Admission
+		principal, a, err = auth.Enter(x.r.Context(), p.gate, presented.Key, x.requestID, p.cfg.Now(), p.cfg.LimitRules, !hasIdempotencyKey(x))
+		if errors.Is(err, store.ErrContended) {
+			return auth.Principal{}, contended(p.cfg.LimitRules) // the key's record is hot: it exists
+		}
+		x.entered = &a
+	} else {
+		principal, err = p.cfg.Keys.Authenticate(x.r.Context(), presented.Key)
+	}
 	if errors.Is(err, auth.ErrUnknownKey) {
 		p.invalidKey(client)
 		return auth.Principal{}, unauthorized("invalid_api_key", "The API key is not valid.")

@@ -142,17 +142,18 @@ func (p *Pipeline) reserve(x *exchange, c *Call) (charge *store.Charge, remainin
 	return &ch, envelope.Amount(res.CreditsRemaining), true
 }
 
-// settle records a billed call's success. A settle that cannot be written
-// leaves the reservation "reserved"; reconciliation refunds reservations
-// with no recorded success, so the error can only cost Meridian, never the
-// caller.
+// settle records a billed call's success, after its response: the answer
+// does not depend on it. A settle that cannot be written is sent to
+// reconciliation; one that never happens (the process died) leaves the
+// reservation "reserved", and the sweep refunds reservations with no
+// recorded success, so the error can only cost Meridian, never the caller.
 func (p *Pipeline) settle(x *exchange, charge store.Charge) {
-	if _, err := billingOp(x, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, p.cfg.Store.Settle(ctx, charge.AccountID, charge.RequestID)
-	}); err != nil {
-		p.cfg.Logger.Error("settle failed", "request_id", x.requestID, "error", err.Error())
-		p.reconcileLater(x, usage.Settle, charge)
-	}
+	x.afterResponse(func(ctx context.Context) {
+		if err := p.cfg.Store.Settle(ctx, charge.AccountID, charge.RequestID); err != nil {
+			p.cfg.Logger.Error("settle failed", "request_id", x.requestID, "error", err.Error())
+			p.reconcileLater(x, usage.Settle, charge)
+		}
+	})
 }
 
 // deliver answers a fresh success. It encodes the data first: a body that

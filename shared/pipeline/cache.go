@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/params"
+	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/store"
 )
 
@@ -32,27 +34,60 @@ type cacheUse struct {
 	status string
 }
 
-// cacheUse looks the call up in the response cache, keyed on the
+// cacheUse is the call's use of the response cache, with the lookup
+// started beside authentication (startLookup) when there was one.
+func (p *Pipeline) cacheUse(x *exchange, c *Call) cacheUse {
+	if c.lookup != nil {
+		<-c.lookup.done
+		return c.lookup.cu
+	}
+	cu := p.cachePlan(x, c.Endpoint, c.Params)
+	p.lookupCache(x.r.Context(), x.requestID, &cu)
+	return cu
+}
+
+// cacheLookup is a cache lookup under way.
+type cacheLookup struct {
+	done chan struct{}
+	cu   cacheUse
+}
+
+// startLookup starts the lookup of a validated request in the cache.
+func (p *Pipeline) startLookup(x *exchange, e *registry.Endpoint, v params.Result) *cacheLookup {
+	l := &cacheLookup{done: make(chan struct{}), cu: p.cachePlan(x, e, v)}
+	if !l.cu.lookup {
+		close(l.done)
+		return l
+	}
+	ctx, requestID := x.r.Context(), x.requestID
+	go func() {
+		defer close(l.done)
+		p.lookupCache(ctx, requestID, &l.cu)
+	}()
+	return l
+}
+
+// cachePlan is what the response cache means for a request, keyed on the
 // canonical request (aliases folded, defaults applied, so equivalent
 // spellings share an entry) and shared across accounts. Cache-Control:
 // no-cache (or max-age=0) skips the lookup and refreshes the entry;
 // no-store skips both.
-func (p *Pipeline) cacheUse(x *exchange, c *Call) cacheUse {
-	ttl := c.Endpoint.CacheFor()
+func (p *Pipeline) cachePlan(x *exchange, e *registry.Endpoint, v params.Result) cacheUse {
+	ttl := e.CacheFor()
 	// exclude and fit return owner-bound recall references (spec 4.5):
 	// never shared across accounts.
-	ownerBound := c.Params.Values["exclude"] != "" || c.Params.Values["fit"] != ""
+	ownerBound := v.Values["exclude"] != "" || v.Values["fit"] != ""
 	if p.cfg.Cache == nil || ttl == 0 || ownerBound {
 		return cacheUse{status: cacheOff}
 	}
 	// stream changes how the data travels, not the data: a streamed call
 	// and a plain one share the entry.
-	shared := c.Params
-	if _, ok := shared.Values["stream"]; ok && c.Endpoint.Streams {
+	shared := v
+	if _, ok := shared.Values["stream"]; ok && e.Streams {
 		shared.Values = maps.Clone(shared.Values)
 		delete(shared.Values, "stream")
 	}
-	sum := sha256.Sum256([]byte(c.Endpoint.Key() + "?" + shared.CacheKey()))
+	sum := sha256.Sum256([]byte(e.Key() + "?" + shared.CacheKey()))
 	cu := cacheUse{key: hex.EncodeToString(sum[:]), ttl: ttl, lookup: true, keep: true, status: cacheMiss}
 	for _, d := range strings.Split(strings.ToLower(x.r.Header.Get("cache-control")), ",") {
 		switch strings.TrimSpace(d) {
@@ -62,31 +97,35 @@ func (p *Pipeline) cacheUse(x *exchange, c *Call) cacheUse {
 			cu.lookup, cu.keep, cu.status = false, false, cacheBypass
 		}
 	}
+	return cu
+}
+
+// lookupCache reads the planned entry, if the plan looks up.
+func (p *Pipeline) lookupCache(ctx context.Context, requestID string, cu *cacheUse) {
 	if !cu.lookup {
-		return cu
+		return
 	}
-	entry, err := p.cfg.Cache.CacheGet(x.r.Context(), cu.key, p.cfg.Now())
+	entry, err := p.cfg.Cache.CacheGet(ctx, cu.key, p.cfg.Now())
 	switch {
 	case err == nil:
 		cu.hit, cu.status = &entry, cacheHit
 	case !errors.Is(err, store.ErrNotFound):
 		// A cache that cannot be read is a miss, never a failure.
-		p.cfg.Logger.Warn("cache read failed", "request_id", x.requestID, "error", err.Error())
+		p.cfg.Logger.Warn("cache read failed", "request_id", requestID, "error", err.Error())
 	}
-	return cu
 }
 
-// keep stores a fresh success's data, best effort.
+// keep stores a fresh success's data after the response, best effort.
 func (p *Pipeline) keep(x *exchange, cu cacheUse, raw []byte) {
 	if !cu.keep || len(raw) > store.MaxCachedBytes {
 		return
 	}
 	now := p.cfg.Now()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), billingTimeout)
-	defer cancel()
-	if err := p.cfg.Cache.CachePut(ctx, cu.key, raw, now, now.Add(cu.ttl)); err != nil {
-		p.cfg.Logger.Warn("cache write failed", "request_id", x.requestID, "error", err.Error())
-	}
+	x.afterResponse(func(ctx context.Context) {
+		if err := p.cfg.Cache.CachePut(ctx, cu.key, raw, now, now.Add(cu.ttl)); err != nil {
+			p.cfg.Logger.Warn("cache write failed", "request_id", x.requestID, "error", err.Error())
+		}
+	})
 }
 
 // deliverCached answers from the cache: cached true, 0 credits.

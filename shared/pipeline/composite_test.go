@@ -406,7 +406,7 @@ func testLegsStayWithinFreeSlots(t *testing.T, newBilled billedFactory) {
 	// Another request holds a slot: the composite has its own and two more.
 	rules := b.p.cfg.LimitRules
 	take := func(id string) string {
-		a, err := b.store.Admit(t.Context(), b.keyRec.ID, id, b.clock.Now(), rules, true)
+		a, err := b.store.Admit(t.Context(), b.keyRec.Hash, id, b.clock.Now(), rules, true)
 		if err != nil {
 			t.Fatal(err)
 		}

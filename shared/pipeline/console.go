@@ -77,7 +77,7 @@ func (p *Pipeline) serveConsole(x *exchange, path string) {
 		return
 	}
 	if finish != nil {
-		defer finish()
+		defer x.afterResponse(finish)
 	}
 	switch {
 	case rest == "/overview" && m == http.MethodGet:
@@ -287,7 +287,7 @@ func (p *Pipeline) serveAdmin(x *exchange, path string) {
 		return
 	}
 	if finish != nil {
-		defer finish()
+		defer x.afterResponse(finish)
 	}
 	switch {
 	case len(segs) == 1 && segs[0] == "accounts" && x.r.Method == http.MethodPost:
@@ -378,7 +378,7 @@ func fieldError(field, reason, message string) *envelope.Error {
 // so key order and spacing do not matter). Stored bodies are sealed with
 // the caller's credential: a new key or console token is revealed again
 // only to a retry that presents both.
-func (p *Pipeline) postIdempotency(x *exchange, owner, credential string) (finish func(), handled bool) {
+func (p *Pipeline) postIdempotency(x *exchange, owner, credential string) (finish func(context.Context), handled bool) {
 	if x.r.Method != http.MethodPost || strings.TrimSpace(x.r.Header.Get("idempotency-key")) == "" {
 		return nil, false
 	}

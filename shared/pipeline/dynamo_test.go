@@ -60,6 +60,6 @@ func TestOnDynamoDB(t *testing.T) {
 // throttles its hot item (one write in three refused here).
 func TestLimitsHoldWhileDynamoDBThrottles(t *testing.T) {
 	testLimitsHoldUnderContention(t, func(t *testing.T, credits int64, limit *int64, mutate ...func(*Config)) *billed {
-		return newBilledOn(t, dynamotest.NewStoreWith(t, dynamotest.ThrottlePuts("limits#", 3)), credits, limit, mutate...)
+		return newBilledOn(t, dynamotest.NewStoreWith(t, dynamotest.ThrottleWrites("keyhash#", 3)), credits, limit, mutate...)
 	})
 }

@@ -57,7 +57,7 @@ type idemScope struct {
 const operatorScope = "operator"
 
 // idempotency claims a direct GET's Idempotency-Key (spec 3.2, 4.10).
-func (p *Pipeline) idempotency(x *exchange, c *Call) (finish func(), handled bool) {
+func (p *Pipeline) idempotency(x *exchange, c *Call) (finish func(context.Context), handled bool) {
 	if c.Sandbox || x.r.Method != http.MethodGet {
 		return nil, false
 	}
@@ -74,7 +74,7 @@ func (p *Pipeline) idempotency(x *exchange, c *Call) (finish func(), handled boo
 // worth retrying (402, 409, 429, 5xx, or no answer at all) so a retry runs
 // again. A store that cannot be reached lets the call proceed unprotected,
 // saying so in x-idempotency-status: unavailable.
-func (p *Pipeline) claimIdempotency(x *exchange, scope idemScope) (finish func(), handled bool) {
+func (p *Pipeline) claimIdempotency(x *exchange, scope idemScope) (finish func(context.Context), handled bool) {
 	raw := strings.TrimSpace(strings.Join(x.r.Header.Values("idempotency-key"), ","))
 	if raw == "" || p.cfg.Idempotency == nil {
 		return nil, false
@@ -112,9 +112,7 @@ func (p *Pipeline) claimIdempotency(x *exchange, scope idemScope) (finish func()
 		return nil, true
 	}
 	x.w.capture = &bytes.Buffer{}
-	return func() {
-		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), billingTimeout)
-		defer cancel()
+	return func(bg context.Context) {
 		status, captured := x.w.status, x.w.capture.Bytes()
 		// A replay is the stored JSON envelope (spec 4.10.2); a document
 		// in another format (utility/llms markdown, free) is not kept, so

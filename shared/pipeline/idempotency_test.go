@@ -205,11 +205,11 @@ func testRefusalsFreeTheIdempotencyKey(t *testing.T, newBilled billedFactory) {
 
 	b = newBilled(t, 100, nil, limited)
 	limits := b.store.(store.Limits)
-	if _, err := limits.TakeSlot(ctx, b.keyRec.ID, "req_in_flight", b.clock.Now(), rules); err != nil {
+	if _, err := limits.TakeSlot(ctx, b.keyRec.Hash, "req_in_flight", b.clock.Now(), rules); err != nil {
 		t.Fatal(err)
 	}
 	refused(b.withKey(search, "after-concurrency"), 429, "RATE_LIMITED", "concurrency_limit")
-	if err := limits.ReleaseSlot(ctx, b.keyRec.ID, "req_in_flight", b.clock.Now(), rules); err != nil {
+	if err := limits.ReleaseSlot(ctx, b.keyRec.Hash, "req_in_flight", b.clock.Now(), rules); err != nil {
 		t.Fatal(err)
 	}
 	runsNormally(b, search, "after-concurrency", "a concurrency refusal")

@@ -197,7 +197,7 @@ func (l *legs) grow(ctx context.Context) bool {
 	l.serial++
 	id := l.call.RequestID + ".leg" + strconv.Itoa(l.serial)
 	if l.p.cfg.Limits != nil && l.call.Principal.KeyID != "" {
-		a, err := l.p.cfg.Limits.TakeSlot(ctx, l.call.Principal.KeyID, id, l.p.cfg.Now(), rules)
+		a, err := l.p.cfg.Limits.TakeSlot(ctx, l.call.Principal.LimitsID(), id, l.p.cfg.Now(), rules)
 		if err != nil || a.Refused != "" {
 			// Refused, contended or unreachable: run on the slots held.
 			l.full = true
@@ -223,7 +223,7 @@ func (l *legs) close() {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.parent.r.Context()), billingTimeout)
 	defer cancel()
 	for _, id := range l.extra {
-		if err := l.p.cfg.Limits.ReleaseSlot(ctx, l.call.Principal.KeyID, id, l.p.cfg.Now(), l.p.cfg.LimitRules); err != nil {
+		if err := l.p.cfg.Limits.ReleaseSlot(ctx, l.call.Principal.LimitsID(), id, l.p.cfg.Now(), l.p.cfg.LimitRules); err != nil {
 			l.p.cfg.Logger.Warn("leg slot release failed; its lease will free it", "request_id", l.call.RequestID, "error", err.Error())
 		}
 	}

@@ -27,20 +27,26 @@ func (p *Pipeline) admit(x *exchange, who auth.Principal) *envelope.Error {
 		return nil
 	}
 	slot := !hasIdempotencyKey(x)
-	a, err := p.cfg.Limits.Admit(x.r.Context(), who.KeyID, x.requestID, p.cfg.Now(), p.cfg.LimitRules, slot)
-	if errors.Is(err, store.ErrContended) {
-		return contended(p.cfg.LimitRules)
-	}
-	if err != nil {
-		p.cfg.Logger.Warn("limits store unavailable; admitted unlimited", "request_id", x.requestID, "error", err.Error())
-		// The write may have landed before the error: free what it may hold.
-		x.admitted = slot
-		return nil
+	var a store.Admission
+	if x.entered != nil {
+		a = *x.entered // admitted with authentication
+	} else {
+		var err error
+		a, err = p.cfg.Limits.Admit(x.r.Context(), who.LimitsID(), x.requestID, p.cfg.Now(), p.cfg.LimitRules, slot)
+		if errors.Is(err, store.ErrContended) {
+			return contended(p.cfg.LimitRules)
+		}
+		if err != nil {
+			p.cfg.Logger.Warn("limits store unavailable; admitted unlimited", "request_id", x.requestID, "error", err.Error())
+			// The write may have landed before the error: free what it may hold.
+			x.admitted = slot
+			return nil
+		}
 	}
 	if refusal := limitRefusal(a); refusal != nil {
 		return refusal
 	}
-	x.admitted = slot
+	x.admitted, x.stale = slot, a.Stale
 	h := x.w.Header()
 	h.Set("x-ratelimit-limit", strconv.Itoa(a.RateLimit))
 	h.Set("x-ratelimit-remaining", strconv.Itoa(a.RateRemaining))
@@ -56,7 +62,7 @@ func (p *Pipeline) takeSlotIf(metered bool, x *exchange, who auth.Principal) *en
 	if !metered || p.cfg.Limits == nil || who.KeyID == "" || x.admitted {
 		return nil
 	}
-	a, err := p.cfg.Limits.TakeSlot(x.r.Context(), who.KeyID, x.requestID, p.cfg.Now(), p.cfg.LimitRules)
+	a, err := p.cfg.Limits.TakeSlot(x.r.Context(), who.LimitsID(), x.requestID, p.cfg.Now(), p.cfg.LimitRules)
 	if errors.Is(err, store.ErrContended) {
 		return contended(p.cfg.LimitRules) // no write landed
 	}
@@ -69,6 +75,7 @@ func (p *Pipeline) takeSlotIf(metered bool, x *exchange, who auth.Principal) *en
 		x.admitted = false
 		return refusal
 	}
+	x.stale = a.Stale
 	x.w.Header().Set("x-concurrency-limit", strconv.Itoa(a.Concurrency))
 	x.w.Header().Set("x-concurrency-remaining", strconv.Itoa(a.SlotsFree))
 	return nil
@@ -89,15 +96,13 @@ func limitRefusal(a store.Admission) *envelope.Error {
 	return nil
 }
 
-// release frees the request's in-flight slot when it ends, even if the
-// caller has gone; if this fails the lease frees it.
-func (p *Pipeline) release(x *exchange, who auth.Principal) {
+// release frees the request's in-flight slot after its response, even if
+// the caller has gone; if this fails the lease frees it.
+func (p *Pipeline) release(ctx context.Context, x *exchange, who auth.Principal) {
 	if !x.admitted {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), billingTimeout)
-	defer cancel()
-	if err := p.cfg.Limits.ReleaseSlot(ctx, who.KeyID, x.requestID, p.cfg.Now(), p.cfg.LimitRules); err != nil {
+	if err := p.cfg.Limits.ReleaseSlot(ctx, who.LimitsID(), x.requestID, p.cfg.Now(), p.cfg.LimitRules, x.stale...); err != nil {
 		p.cfg.Logger.Warn("slot release failed; its lease will free it", "request_id", x.requestID, "error", err.Error())
 	}
 }

@@ -108,7 +108,7 @@ func testConcurrencyLimit(t *testing.T, newBilled billedFactory) {
 	// A request whose process died holds its slot until the lease runs out.
 	limits := b.store.(store.Limits)
 	for i := 0; i < 25; i++ {
-		if _, err := limits.Admit(t.Context(), b.keyRec.ID, "req_dead"+strconv.Itoa(i), b.clock.Now(), store.DefaultLimits, true); err != nil {
+		if _, err := limits.Admit(t.Context(), b.keyRec.Hash, "req_dead"+strconv.Itoa(i), b.clock.Now(), store.DefaultLimits, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -124,10 +124,14 @@ func testConcurrencyLimit(t *testing.T, newBilled billedFactory) {
 func TestLimitsHoldUnderContention(t *testing.T) { testLimitsHoldUnderContention(t, newBilled) }
 
 // testLimitsHoldUnderContention floods one key with 300 requests at once,
-// half of them with an Idempotency-Key (two writes each on the limits
-// record), inside one second of a 100-a-minute window: contention on the
+// half of them with an Idempotency-Key (their slot taken by a second
+// write), inside one second of a 250-a-minute window: contention on the
 // record must refuse, never admit uncounted, and every admitted request's
-// headers must tell the truth about the window.
+// headers must tell the truth about the window. The counters are added
+// to, then checked (no read before the write), and a refusal takes its
+// entries back: an admitted request's x-ratelimit-remaining counts every
+// request recorded at that instant, refusals not yet taken back included,
+// so two admissions may report the same figure; never one above the truth.
 func testLimitsHoldUnderContention(t *testing.T, newBilled billedFactory) {
 	rules := store.LimitRules{Rate: 250, Window: time.Minute, Concurrency: 25, Lease: 2 * time.Minute}
 	b := newBilled(t, 1000, nil, withLimits, func(c *Config) { c.LimitRules = rules })
@@ -147,8 +151,7 @@ func testLimitsHoldUnderContention(t *testing.T, newBilled billedFactory) {
 	}
 	wg.Wait()
 	close(results)
-	remaining := map[int]bool{}
-	ok := 0
+	admitted, ok := 0, 0
 	for r := range results {
 		switch {
 		case r.code == 200:
@@ -158,21 +161,14 @@ func testLimitsHoldUnderContention(t *testing.T, newBilled billedFactory) {
 			t.Fatalf("%d %s", r.code, r.raw)
 		}
 		if h := r.header.Get("x-ratelimit-remaining"); h != "" {
-			v, err := strconv.Atoi(h)
-			if err != nil || v < 0 || v >= rules.Rate || remaining[v] {
-				t.Fatalf("x-ratelimit-remaining %q repeated or out of range", h)
+			admitted++
+			if v, err := strconv.Atoi(h); err != nil || v < 0 || v >= rules.Rate {
+				t.Fatalf("x-ratelimit-remaining %q out of range", h)
 			}
-			remaining[v] = true
 		}
 	}
-	admitted := len(remaining)
 	if admitted > rules.Rate || ok > admitted {
 		t.Fatalf("%d admitted, %d succeeded, for a window of %d", admitted, ok, rules.Rate)
-	}
-	for v := rules.Rate - admitted; v < rules.Rate; v++ {
-		if !remaining[v] {
-			t.Fatalf("admissions are not one after another: no request saw %d remaining", v)
-		}
 	}
 	// Every admission was counted: the next request sees what is left
 	// (once the record is not contended any more).

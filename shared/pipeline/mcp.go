@@ -21,7 +21,7 @@ type mcpSurface struct {
 // rate limits: each tool call is, like each batch item.
 func (p *Pipeline) serveMCP(x *exchange) {
 	query, _ := params.Parse(x.r.URL.RawQuery)
-	if _, refusal := p.authenticate(x, query, true); refusal != nil {
+	if _, refusal := p.authenticate(x, query, true, false); refusal != nil {
 		x.fail(refusal)
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/meridian-data/meridian/shared/afterwork"
 	"github.com/meridian-data/meridian/shared/assist"
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
@@ -51,6 +52,8 @@ type Call struct {
 	events func(event string, data any, delivered bool) bool
 	// model is what AI-assist's model calls cost, when it ran.
 	model *usage.Model
+	// lookup is the response cache lookup started with authentication.
+	lookup *cacheLookup
 }
 
 // Handler serves one endpoint after the pipeline has admitted the call.
@@ -118,12 +121,20 @@ type Config struct {
 	// URLPolicy, when set, refuses URL-typed parameters that lead to
 	// non-public addresses (422) before any fetch or charge.
 	URLPolicy *upstream.URLPolicy
-	Now       func() time.Time
+	// After runs the work a request leaves for after its response (slot
+	// release, settle, cache write, idempotent outcome) so the caller
+	// never waits for it; nil runs it before ServeHTTP returns, after the
+	// response is written (tests read the store right after a call).
+	After *afterwork.Queue
+	Now   func() time.Time
 }
 
 // Pipeline is the http.Handler built from a Config.
 type Pipeline struct {
-	cfg     Config
+	cfg Config
+	// gate authenticates and admits in one store step, when the key
+	// source is the store and the store keeps the limits too.
+	gate    store.Gate
 	routes  []registry.Route
 	openapi openAPIDocs
 	mcp     mcpSurface
@@ -174,6 +185,11 @@ func New(cfg Config) *Pipeline {
 	}
 	cfg.Handlers = handlers
 	p := &Pipeline{cfg: cfg, routes: cfg.Registry.Routes()}
+	if g, ok := cfg.Store.(store.Gate); ok && cfg.Limits != nil && any(cfg.Limits) == any(cfg.Store) {
+		if _, storeKeys := cfg.Keys.(auth.StoreKeys); storeKeys {
+			p.gate = g
+		}
+	}
 	// Built-ins that need the pipeline itself, unless a test replaced them.
 	builtins := p.discoveryHandlers(cfg.Registry)
 	for _, e := range cfg.Registry.Endpoints() {
@@ -236,6 +252,10 @@ type exchange struct {
 	replayOf string
 	// admitted: the request holds an in-flight slot to release.
 	admitted bool
+	// entered is the admission made with authentication (Pipeline.gate);
+	// stale names what the slot's release should tidy (store.Admission).
+	entered *store.Admission
+	stale   []string
 	// sandbox: a /sandbox call (not counted in /v1/status).
 	sandbox bool
 	// served: a data call reached its handler or the cache (status counts it).
@@ -250,6 +270,31 @@ type exchange struct {
 	// streamed is a stream's final result envelope and its status: what an
 	// Idempotency-Key keeps for replay, and what the usage event reports.
 	streamed *streamOutcome
+	// after is the work left for after the response (afterResponse).
+	after []func(context.Context)
+}
+
+// afterResponse leaves fn for after the response is written: store writes
+// whose outcome the answer does not depend on.
+func (x *exchange) afterResponse(fn func(context.Context)) { x.after = append(x.after, fn) }
+
+// runAfter starts the request's after-response work, each piece on its
+// own (they touch different records): on the After queue, or here and
+// now, one after the other, when there is none.
+func (p *Pipeline) runAfter(x *exchange) {
+	work := x.after
+	x.after = nil
+	if p.cfg.After == nil {
+		for _, fn := range work {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), billingTimeout)
+			fn(ctx)
+			cancel()
+		}
+		return
+	}
+	for _, fn := range work {
+		p.cfg.After.Go(x.r.Context(), billingTimeout, fn)
+	}
 }
 
 func (p *Pipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -270,6 +315,7 @@ func (p *Pipeline) serve(w http.ResponseWriter, r *http.Request, handle func(*ex
 				x.fail(envelope.Internal())
 			}
 		}
+		p.runAfter(x)
 		p.logRequest(x, start)
 		p.emitUsage(x, p.cfg.Now().Sub(start))
 	}()

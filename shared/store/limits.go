@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"sort"
+	"sync"
 	"time"
 )
 
@@ -29,20 +30,38 @@ type Admission struct {
 	RateReset     time.Time // when the oldest entry ages out
 	Concurrency   int
 	SlotsFree     int // free in-flight slots once this request took one
+	// Stale names entries of the key's record that have expired (a store's
+	// own names); the slot's release removes them in the same write.
+	Stale []string
 }
 
 // Limits admits requests per key against a sliding window and in-flight
-// slots, shared by every instance.
+// slots, shared by every instance. A key's limits are named by the key's
+// hash (id), so the one record that authenticates a key also counts it
+// (Gate).
 type Limits interface {
-	// Admit records requestID as a request of keyID at now and, with
-	// slot, gives it an in-flight slot; or refuses it (recording nothing)
-	// when the window, or the slots it asked for, are full.
-	Admit(ctx context.Context, keyID, requestID string, now time.Time, rules LimitRules, slot bool) (Admission, error)
+	// Admit records requestID as a request of id at now and, with slot,
+	// gives it an in-flight slot; or refuses it (recording nothing) when
+	// the window, or the slots it asked for, are full.
+	Admit(ctx context.Context, id, requestID string, now time.Time, rules LimitRules, slot bool) (Admission, error)
 	// TakeSlot gives an admitted request its in-flight slot later (after
 	// its Idempotency-Key was claimed), or refuses it.
-	TakeSlot(ctx context.Context, keyID, requestID string, now time.Time, rules LimitRules) (Admission, error)
-	// ReleaseSlot frees the in-flight slot requestID holds.
-	ReleaseSlot(ctx context.Context, keyID, requestID string, now time.Time, rules LimitRules) error
+	TakeSlot(ctx context.Context, id, requestID string, now time.Time, rules LimitRules) (Admission, error)
+	// ReleaseSlot frees the in-flight slot requestID holds, and removes
+	// the stale entries its admission reported (Admission.Stale).
+	ReleaseSlot(ctx context.Context, id, requestID string, now time.Time, rules LimitRules, stale ...string) error
+}
+
+// Gate authenticates a key and admits its request in one step: the
+// store's record of a key, found by the key's hash, holds both the key's
+// status and its limits, so one read-modify-write of it does both, read
+// fresh (a revocation applies to the very next request).
+type Gate interface {
+	// Enter returns the key (its account, id, prefix and status; other
+	// fields may be empty) and the admission of requestID (Limits.Admit).
+	// An unknown hash is ErrNotFound and a key that is not active
+	// ErrKeyInactive; neither counts against any limit.
+	Enter(ctx context.Context, hash, requestID string, now time.Time, rules LimitRules, slot bool) (Key, Admission, error)
 }
 
 // LimitState is one key's admissions: per-second counts of the sliding
@@ -173,3 +192,54 @@ func (s *LimitState) reset(now time.Time, windowSecs int64) time.Time {
 	}
 	return time.Unix(s.Seconds[0].Second+windowSecs+1, 0)
 }
+
+// MemoryLimits keeps every key's LimitState in this process. It is exact
+// for a store that only one process opens (the embedded store holds its
+// file's lock): no write, no fsync, no contention but a mutex.
+type MemoryLimits struct {
+	mu     sync.Mutex
+	states map[string]*LimitState
+	ops    int
+}
+
+// memorySweepEvery is how many operations pass between drops of idle states.
+const memorySweepEvery = 4096
+
+func (m *MemoryLimits) change(id string, now time.Time, rules LimitRules, fn func(*LimitState) Admission) Admission {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.states == nil {
+		m.states = map[string]*LimitState{}
+	}
+	if m.ops++; m.ops%memorySweepEvery == 0 {
+		for k, st := range m.states {
+			if st.Idle(now, rules) {
+				delete(m.states, k)
+			}
+		}
+	}
+	st := m.states[id]
+	if st == nil {
+		st = &LimitState{}
+		m.states[id] = st
+	}
+	return fn(st)
+}
+
+// Admit implements Limits.
+func (m *MemoryLimits) Admit(_ context.Context, id, requestID string, now time.Time, rules LimitRules, slot bool) (Admission, error) {
+	return m.change(id, now, rules, func(st *LimitState) Admission { return st.Admit(requestID, now, rules, slot) }), nil
+}
+
+// TakeSlot implements Limits.
+func (m *MemoryLimits) TakeSlot(_ context.Context, id, requestID string, now time.Time, rules LimitRules) (Admission, error) {
+	return m.change(id, now, rules, func(st *LimitState) Admission { return st.Take(requestID, now, rules) }), nil
+}
+
+// ReleaseSlot implements Limits.
+func (m *MemoryLimits) ReleaseSlot(_ context.Context, id, requestID string, now time.Time, rules LimitRules, _ ...string) error {
+	m.change(id, now, rules, func(st *LimitState) Admission { st.Release(requestID); return Admission{} })
+	return nil
+}
+
+var _ Limits = (*MemoryLimits)(nil)

@@ -177,11 +177,16 @@ func (k keyItem) key() store.Key {
 	}
 }
 
+// keyHashItem is a key's hash record: it finds the key, and carries the
+// key's status and prefix (written with every status change) so that one
+// read authenticates, and the key's limits (limits.go).
 type keyHashItem struct {
 	PK        string `dynamodbav:"pk"`
 	SK        string `dynamodbav:"sk"`
 	AccountID string `dynamodbav:"account_id"`
 	KeyID     string `dynamodbav:"key_id"`
+	Status    string `dynamodbav:"status,omitempty"`
+	Prefix    string `dynamodbav:"prefix,omitempty"`
 }
 
 type ledgerItem struct {

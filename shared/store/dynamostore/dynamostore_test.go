@@ -465,3 +465,43 @@ func TestOutboxChunks(t *testing.T) {
 		t.Errorf("guard left behind: %v", guard)
 	}
 }
+
+// A key hash record written before records carried the key's status (an
+// older deployment's) is completed from the key on its first Enter, and a
+// revoked legacy key stays refused.
+func TestEnterCompletesALegacyHashRecord(t *testing.T) {
+	s := newStore(t)
+	ctx := t.Context()
+	a, err := s.CreateAccount(ctx, 10, "console-legacy", "req_open_legacy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[store.KeyStatus]store.Key{}
+	for _, status := range []store.KeyStatus{store.KeyActive, store.KeyRevoked} {
+		k, err := s.CreateKey(ctx, store.Key{AccountID: a.ID, Hash: "hash-legacy-" + string(status), Prefix: "mn_lega", Last4: "abcd"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status != store.KeyActive {
+			if _, err := s.SetKeyStatus(ctx, a.ID, k.ID, status); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// As an older version wrote it: no status, no prefix.
+		if _, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: s.table, Key: itemKey(pfxKeyHash+k.Hash, skKeyHash),
+			UpdateExpression: aws.String("REMOVE #status, prefix"), ExpressionAttributeNames: statusName,
+		}); err != nil {
+			t.Fatal(err)
+		}
+		keys[status] = k
+	}
+	now := time.Now()
+	got, adm, err := s.Enter(ctx, keys[store.KeyActive].Hash, "req_legacy_1", now, store.DefaultLimits, true)
+	if err != nil || !adm.Admitted || got.ID != keys[store.KeyActive].ID || got.Prefix != "mn_lega" {
+		t.Fatalf("legacy active key: %+v %+v %v", got, adm, err)
+	}
+	if _, _, err := s.Enter(ctx, keys[store.KeyRevoked].Hash, "req_legacy_2", now, store.DefaultLimits, true); !errors.Is(err, store.ErrKeyInactive) {
+		t.Errorf("legacy revoked key: %v", err)
+	}
+}

@@ -52,7 +52,9 @@ func (s *Store) createKey(ctx context.Context, k store.Key, first bool) (store.K
 	if err != nil {
 		return store.Key{}, err
 	}
-	lookupAV, err := marshal(keyHashItem{PK: pfxKeyHash + k.Hash, SK: skKeyHash, AccountID: k.AccountID, KeyID: k.ID})
+	lookupAV, err := marshal(keyHashItem{
+		PK: pfxKeyHash + k.Hash, SK: skKeyHash, AccountID: k.AccountID, KeyID: k.ID, Status: string(store.KeyActive), Prefix: k.Prefix,
+	})
 	if err != nil {
 		return store.Key{}, err
 	}
@@ -192,6 +194,9 @@ func (s *Store) SetKeyStatus(ctx context.Context, accountID, keyID string, to st
 			update(s, pk, sk, "#status = :from", "SET #status = :to, updated_at = :now", statusName,
 				vals{":from": str(k.Status), ":to": str(string(to)), ":now": timeAV(now)}),
 		}
+		// The hash record carries the status that authenticates (Enter).
+		items = append(items, update(s, pfxKeyHash+k.Hash, skKeyHash, "attribute_exists(pk)", "SET #status = :to, prefix = :prefix", statusName,
+			vals{":to": str(string(to)), ":prefix": str(k.Prefix)}))
 		switch {
 		case to == store.KeyActive: // from revoked
 			items = append(items, update(s, pk, skAccount, "active_keys < :max", "ADD active_keys :one", nil,
@@ -213,7 +218,9 @@ func (s *Store) SetKeyStatus(ctx context.Context, accountID, keyID string, to st
 			if k, err = decode[keyItem](old); err != nil {
 				return store.Key{}, err
 			}
-		} else if bad, old := c.failed(1); bad {
+		} else if bad, _ := c.failed(1); bad {
+			return store.Key{}, fmt.Errorf("dynamostore: key %s has no hash record", keyID)
+		} else if bad, old := c.failed(2); bad {
 			if old == nil {
 				return store.Key{}, store.ErrNotFound
 			}

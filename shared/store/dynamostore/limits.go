@@ -2,8 +2,14 @@ package dynamostore
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,18 +19,31 @@ import (
 	"github.com/meridian-data/meridian/shared/store"
 )
 
-// Counter records (rate limits and fair use) keep a small JSON state:
+// Per-key limits live on the key's hash record (keyhash#<hash>), the item
+// that authenticates the key, as counters that one UpdateItem changes
+// without reading first:
 //
-//	limits   limits#<key id>                  limits    store.LimitState
-//	fair use fairuse#<account id>#<endpoint>  fairuse   store.FairUseState
+//	r_<second, base 36>  N            requests admitted in that Unix second
+//	s_<slot token>       lease (ms)   an in-flight slot, until its lease ends
 //
-// with version N and expires_at (TTL: when the state would hold nothing).
-// Writes are optimistic on version; a lost race retries with the item the
+// Admission adds the request (ADD r_…, SET s_…) and reads the whole record
+// back (ALL_NEW): the request is admitted when the record, this request
+// included, is within the rules, exactly as store.LimitState decides. A
+// refused request takes its entries back at once (a second write, only on
+// refusal), so it records nothing. Until that lands it still counts: a
+// request arriving in between may be refused though a place was about to
+// free, never admitted beyond the rules. A counter is never read-then-put,
+// so writers do not refuse each other's conditions.
+//
+// Seconds that left the window are removed by later writes: each admission
+// removes the three seconds just past the window, and a slot's release
+// removes every expired entry its admission saw (Admission.Stale).
+//
+// Fair use keeps a small JSON state (fairuse#<account id>#<endpoint>,
+// store.FairUseState) with version N and expires_at; its writes are
+// optimistic on version, and a lost race retries with the item the
 // condition returned.
-const (
-	skLimits  = "limits"
-	skFairUse = "fairuse"
-)
+const skFairUse = "fairuse"
 
 type stateItem struct {
 	PK        string `dynamodbav:"pk"`
@@ -34,28 +53,283 @@ type stateItem struct {
 	ExpiresAt int64  `dynamodbav:"expires_at"`
 }
 
-func (s *Store) Admit(ctx context.Context, keyID, requestID string, now time.Time, rules store.LimitRules, slot bool) (store.Admission, error) {
-	var a store.Admission
-	err := changeState(ctx, s, "limits#"+keyID, skLimits, func(st *store.LimitState) (bool, time.Time) {
-		a = st.Admit(requestID, now, rules, slot)
-		return a.Admitted, st.ExpiresAt(rules)
-	})
+const (
+	attrSecond = "r_"
+	attrSlot   = "s_"
+)
+
+func secondAttr(sec int64) string { return attrSecond + strconv.FormatInt(sec, 36) }
+
+// slotAttr names requestID's slot: a short digest of the request id, so a
+// release finds it from the request id alone and the record stays small.
+func slotAttr(requestID string) string {
+	sum := sha256.Sum256([]byte(requestID))
+	return attrSlot + base64.RawURLEncoding.EncodeToString(sum[:6])
+}
+
+// Enter authenticates the key by its hash record and admits the request in
+// one UpdateItem, conditioned on the key being active.
+func (s *Store) Enter(ctx context.Context, hash, requestID string, now time.Time, rules store.LimitRules, slot bool) (store.Key, store.Admission, error) {
+	for attempt := 0; ; attempt++ {
+		k, a, err := s.admit(ctx, hash, requestID, now, rules, slot, true, false)
+		if !errors.Is(err, errUnmirrored) || attempt > 0 {
+			return k, a, err
+		}
+		// A record written before it carried the key's status: copy it
+		// from the key, then try again.
+		if err := s.mirrorStatus(ctx, hash); err != nil {
+			return store.Key{}, store.Admission{}, err
+		}
+	}
+}
+
+func (s *Store) Admit(ctx context.Context, id, requestID string, now time.Time, rules store.LimitRules, slot bool) (store.Admission, error) {
+	_, a, err := s.admit(ctx, id, requestID, now, rules, slot, false, false)
 	return a, err
 }
 
-func (s *Store) TakeSlot(ctx context.Context, keyID, requestID string, now time.Time, rules store.LimitRules) (store.Admission, error) {
-	var a store.Admission
-	err := changeState(ctx, s, "limits#"+keyID, skLimits, func(st *store.LimitState) (bool, time.Time) {
-		a = st.Take(requestID, now, rules)
-		return a.Admitted, st.ExpiresAt(rules)
-	})
+func (s *Store) TakeSlot(ctx context.Context, id, requestID string, now time.Time, rules store.LimitRules) (store.Admission, error) {
+	_, a, err := s.admit(ctx, id, requestID, now, rules, true, false, true)
 	return a, err
 }
 
-func (s *Store) ReleaseSlot(ctx context.Context, keyID, requestID string, now time.Time, rules store.LimitRules) error {
-	return changeState(ctx, s, "limits#"+keyID, skLimits, func(st *store.LimitState) (bool, time.Time) {
-		return st.Release(requestID), st.ExpiresAt(rules)
+// errUnmirrored: a key hash record without the key's status.
+var errUnmirrored = errors.New("dynamostore: key hash record without status")
+
+// admit adds requestID to the record (a second unless slotOnly, a slot
+// when slot) and decides from the record it gets back. gate conditions the
+// write on an active key.
+func (s *Store) admit(ctx context.Context, id, requestID string, now time.Time, rules store.LimitRules, slot, gate, slotOnly bool) (store.Key, store.Admission, error) {
+	sec, slotName := now.Unix(), slotAttr(requestID)
+	names := map[string]string{}
+	values := vals{}
+	var add, set []string
+	if !slotOnly {
+		names["#r"], values[":one"] = secondAttr(sec), num(1)
+		add = append(add, "#r :one")
+	}
+	if slot {
+		names["#s"], values[":lease"] = slotName, num(now.Add(rules.Lease).UnixMilli())
+		set = append(set, "#s = :lease")
+	}
+	expr := ""
+	if len(add) > 0 {
+		expr += "ADD " + strings.Join(add, ", ")
+	}
+	if len(set) > 0 {
+		expr += " SET " + strings.Join(set, ", ")
+	}
+	// The seconds just past the window: steady traffic never leaves any.
+	window := int64(rules.Window / time.Second)
+	var gone []string
+	for i := int64(2); i <= 4; i++ {
+		n := "#g" + strconv.FormatInt(i, 10)
+		names[n] = secondAttr(sec - window - i)
+		gone = append(gone, n)
+	}
+	expr += " REMOVE " + strings.Join(gone, ", ")
+	in := &dynamodb.UpdateItemInput{
+		TableName:                s.table,
+		Key:                      itemKey(pfxKeyHash+id, skKeyHash),
+		UpdateExpression:         aws.String(expr),
+		ExpressionAttributeNames: names,
+		ReturnValues:             types.ReturnValueAllNew,
+	}
+	if len(values) > 0 {
+		in.ExpressionAttributeValues = values
+	}
+	if gate {
+		names["#status"] = "status"
+		values[":active"] = str(string(store.KeyActive))
+		in.ExpressionAttributeValues = values
+		in.ConditionExpression = aws.String("#status = :active")
+		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
+	}
+	out, err := s.db.UpdateItem(ctx, in)
+	if failed, old := condFailed(err); failed {
+		ref, derr := decode[keyHashItem](old)
+		switch {
+		case derr != nil:
+			return store.Key{}, store.Admission{}, derr
+		case ref == nil || ref.AccountID == "":
+			return store.Key{}, store.Admission{}, store.ErrNotFound
+		case ref.Status == "":
+			return store.Key{}, store.Admission{}, errUnmirrored
+		}
+		return store.Key{}, store.Admission{}, store.ErrKeyInactive
+	}
+	if err != nil {
+		if throttled(err) { // a hot record, not an outage
+			return store.Key{}, store.Admission{}, fmt.Errorf("%w: limits of %s throttled: %v", store.ErrContended, auth4(id), err)
+		}
+		return store.Key{}, store.Admission{}, fmt.Errorf("dynamostore: admit: %w", err)
+	}
+	st, stale := limitState(out.Attributes, now, rules)
+	// Decide on the record without this request, as LimitState does.
+	if !slotOnly {
+		for i := range st.Seconds {
+			if st.Seconds[i].Second == sec {
+				st.Seconds[i].Count--
+			}
+		}
+	}
+	var a store.Admission
+	if slotOnly {
+		st.Release(slotName)
+		a = st.Take(slotName, now, rules)
+	} else {
+		if slot {
+			st.Release(slotName)
+		}
+		a = st.Admit(slotName, now, rules, slot)
+	}
+	a.Stale = stale
+	var k store.Key
+	if ref, err := decode[keyHashItem](out.Attributes); err == nil && ref != nil {
+		k = store.Key{ID: ref.KeyID, AccountID: ref.AccountID, Hash: id, Prefix: ref.Prefix, Status: store.KeyStatus(ref.Status)}
+	}
+	if !a.Admitted {
+		// Take the entries back: a refusal records nothing.
+		undo := []string{}
+		uvals := vals{}
+		unames := map[string]string{}
+		if !slotOnly {
+			unames["#r"], uvals[":minus"] = secondAttr(sec), num(-1)
+		}
+		if slot {
+			unames["#s"] = slotName
+		}
+		if !slotOnly {
+			undo = append(undo, "ADD #r :minus")
+		}
+		if slot {
+			undo = append(undo, "REMOVE #s")
+		}
+		uin := &dynamodb.UpdateItemInput{
+			TableName: s.table, Key: in.Key, UpdateExpression: aws.String(strings.Join(undo, " ")),
+			ExpressionAttributeNames: unames,
+		}
+		if len(uvals) > 0 {
+			uin.ExpressionAttributeValues = uvals
+		}
+		// If this fails the refusal still stands: its entries count until
+		// the second leaves the window and the slot's lease ends, which
+		// can only refuse more, never admit beyond the rules.
+		_ = s.retryThrottled(context.WithoutCancel(ctx), uin)
+	}
+	return k, a, nil
+}
+
+// limitState reads the counters of a key's record into a LimitState, and
+// names the entries that expired (seconds out of the window, slots past
+// their lease).
+func limitState(item map[string]types.AttributeValue, now time.Time, rules store.LimitRules) (store.LimitState, []string) {
+	var st store.LimitState
+	var stale []string
+	oldest := now.Unix() - int64(rules.Window/time.Second) - 1
+	for name, av := range item {
+		switch {
+		case strings.HasPrefix(name, attrSecond):
+			sec, err := strconv.ParseInt(name[len(attrSecond):], 36, 64)
+			if err != nil {
+				continue
+			}
+			if sec <= oldest || number(av) <= 0 {
+				stale = append(stale, name)
+				continue
+			}
+			st.Seconds = append(st.Seconds, store.SecondCount{Second: sec, Count: int(number(av))})
+		case strings.HasPrefix(name, attrSlot):
+			lease := number(av)
+			if lease <= now.UnixMilli() {
+				stale = append(stale, name)
+				continue
+			}
+			st.Slots = append(st.Slots, store.Slot{RequestID: name, LeaseUntil: lease})
+		}
+	}
+	sort.Strings(stale)
+	return st, stale
+}
+
+// ReleaseSlot removes the request's slot and the stale entries named, in
+// one write; releasing a slot that is not there is fine.
+func (s *Store) ReleaseSlot(ctx context.Context, id, requestID string, now time.Time, rules store.LimitRules, stale ...string) error {
+	names := map[string]string{"#s": slotAttr(requestID)}
+	remove := []string{"#s"}
+	for i, n := range stale {
+		if n == names["#s"] || !(strings.HasPrefix(n, attrSecond) || strings.HasPrefix(n, attrSlot)) {
+			continue
+		}
+		p := "#x" + strconv.Itoa(i)
+		names[p] = n
+		remove = append(remove, p)
+	}
+	err := s.retryThrottled(ctx, &dynamodb.UpdateItemInput{
+		TableName:                s.table,
+		Key:                      itemKey(pfxKeyHash+id, skKeyHash),
+		UpdateExpression:         aws.String("REMOVE " + strings.Join(remove, ", ")),
+		ConditionExpression:      aws.String("attribute_exists(pk)"),
+		ExpressionAttributeNames: names,
 	})
+	if failed, _ := condFailed(err); failed {
+		return nil // no record: nothing to free
+	}
+	if err != nil {
+		return fmt.Errorf("dynamostore: release slot: %w", err)
+	}
+	return nil
+}
+
+// retryThrottled writes an entry's removal, retrying a few times while the
+// record is throttled: a removal that never lands holds a place until its
+// second leaves the window or its lease ends.
+func (s *Store) retryThrottled(ctx context.Context, in *dynamodb.UpdateItemInput) error {
+	for attempt := 0; ; attempt++ {
+		_, err := s.db.UpdateItem(ctx, in)
+		if err == nil || !throttled(err) || attempt == 4 {
+			return err
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
+// mirrorStatus copies a key's status and prefix onto its hash record,
+// unless a status change wrote them first.
+func (s *Store) mirrorStatus(ctx context.Context, hash string) error {
+	ref, err := get[keyHashItem](ctx, s, pfxKeyHash+hash, skKeyHash)
+	if err != nil || ref == nil || ref.Status != "" {
+		return err
+	}
+	k, err := get[keyItem](ctx, s, accountPK(ref.AccountID), pfxKey+ref.KeyID)
+	if err != nil {
+		return err
+	}
+	if k == nil {
+		return store.ErrNotFound
+	}
+	_, err = s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 s.table,
+		Key:                       itemKey(pfxKeyHash+hash, skKeyHash),
+		UpdateExpression:          aws.String("SET #status = :status, prefix = :prefix"),
+		ConditionExpression:       aws.String("attribute_exists(pk) AND attribute_not_exists(#status)"),
+		ExpressionAttributeNames:  statusName,
+		ExpressionAttributeValues: vals{":status": str(k.Status), ":prefix": str(k.Prefix)},
+	})
+	if failed, _ := condFailed(err); failed {
+		return nil // a status change wrote it meanwhile
+	}
+	return err
+}
+
+// auth4 is what an error may say about a key hash: its first characters.
+func auth4(hash string) string {
+	if len(hash) > 8 {
+		return hash[:8] + "…"
+	}
+	return hash
 }
 
 func (s *Store) FairUseUsed(ctx context.Context, accountID, endpoint string, now time.Time) (int64, error) {
@@ -155,5 +429,6 @@ const immediateStateRetries = 2
 
 var (
 	_ store.Limits  = (*Store)(nil)
+	_ store.Gate    = (*Store)(nil)
 	_ store.FairUse = (*Store)(nil)
 )

@@ -38,6 +38,8 @@ var (
 
 // Store is the embedded store.
 type Store struct {
+	// MemoryLimits are the per-key limits (store.Limits).
+	store.MemoryLimits
 	db         *bolt.DB
 	now        func() time.Time
 	cachePuts  atomic.Int64
@@ -56,7 +58,7 @@ func Open(dir string) (*Store, error) {
 	err = db.Update(func(tx *bolt.Tx) error {
 		leased := tx.Bucket(bLeases) != nil
 		for _, b := range [][]byte{bAccounts, bConsole, bKeys, bKeyHash, bLedger, bReservations, bLeases, bCache, bIdempotency,
-			bLimits, bFairUse, bOutcomes, bOutcomeMarks, bOutcomeExpiry, bOutbox, bOutboxIDs, bAllowances, bRecalls} {
+			bFairUse, bOutcomes, bOutcomeMarks, bOutcomeExpiry, bOutbox, bOutboxIDs, bAllowances, bRecalls} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -624,7 +626,12 @@ func (s *Store) CachePut(ctx context.Context, key string, data []byte, now, expi
 		return store.ErrInvalid
 	}
 	sweep := s.cachePuts.Add(1)%256 == 0
-	return s.update(ctx, func(tx *bolt.Tx) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// Grouped with concurrent cache writes into one commit (bbolt Batch):
+	// a cache entry is not money, and the function may run twice.
+	return s.db.Batch(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bCache)
 		// Every 256th put drops what has expired, so the file does not grow for ever.
 		c := b.Cursor()
@@ -693,48 +700,22 @@ func (s *Store) ReleaseIdempotency(ctx context.Context, accountID, key, requestI
 
 var _ store.Idempotency = (*Store)(nil)
 
-var bLimits = []byte("limits") // key id -> limit state
-
-func (s *Store) Admit(ctx context.Context, keyID, requestID string, now time.Time, rules store.LimitRules, slot bool) (store.Admission, error) {
-	return s.changeLimits(ctx, keyID, func(st *store.LimitState) store.Admission { return st.Admit(requestID, now, rules, slot) })
+// Enter reads the key by its hash and admits the request under its
+// limits, which live in this process (store.MemoryLimits): the store is
+// opened by one process only, so they need no write.
+func (s *Store) Enter(ctx context.Context, hash, requestID string, now time.Time, rules store.LimitRules, slot bool) (store.Key, store.Admission, error) {
+	k, err := s.KeyByHash(ctx, hash)
+	if err != nil {
+		return store.Key{}, store.Admission{}, err
+	}
+	if k.Status != store.KeyActive {
+		return store.Key{}, store.Admission{}, store.ErrKeyInactive
+	}
+	a, err := s.Admit(ctx, hash, requestID, now, rules, slot)
+	return k, a, err
 }
 
-func (s *Store) TakeSlot(ctx context.Context, keyID, requestID string, now time.Time, rules store.LimitRules) (store.Admission, error) {
-	return s.changeLimits(ctx, keyID, func(st *store.LimitState) store.Admission { return st.Take(requestID, now, rules) })
-}
-
-func (s *Store) changeLimits(ctx context.Context, keyID string, change func(*store.LimitState) store.Admission) (store.Admission, error) {
-	var a store.Admission
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bLimits)
-		st, err := get[store.LimitState](b, []byte(keyID))
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		if a = change(&st); !a.Admitted {
-			return nil
-		}
-		return put(b, []byte(keyID), st)
-	})
-	return a, err
-}
-
-func (s *Store) ReleaseSlot(ctx context.Context, keyID, requestID string, now time.Time, rules store.LimitRules) error {
-	return s.update(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bLimits)
-		st, err := get[store.LimitState](b, []byte(keyID))
-		if errors.Is(err, store.ErrNotFound) || (err == nil && !st.Release(requestID)) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if st.Idle(now, rules) {
-			return b.Delete([]byte(keyID))
-		}
-		return put(b, []byte(keyID), st)
-	})
-}
+var _ store.Gate = (*Store)(nil)
 
 var _ store.Limits = (*Store)(nil)
 

@@ -30,6 +30,8 @@ func Run(t *testing.T, newStore Factory) {
 		"Idempotency":                   testIdempotency,
 		"RateWindow":                    testRateWindow,
 		"ConcurrencySlots":              testConcurrencySlots,
+		"Gate":                          testGate,
+		"ConcurrentGate":                testConcurrentGate,
 		"FairUse":                       testFairUse,
 		"Outcomes":                      testOutcomes,
 		"Grant":                         testGrant,
@@ -1358,6 +1360,105 @@ func testConcurrencySlots(t *testing.T, s store.Store) {
 	}
 	if a, _ := l.Admit(ctx, key, unique("req_"), now, rules, false); !a.Admitted {
 		t.Error("full slots do not refuse a request that takes none")
+	}
+}
+
+// Enter authenticates a key by its hash and admits its request in one
+// step; a key that is not active, or unknown, is refused and counts
+// nothing; a status change applies to the very next Enter.
+func testGate(t *testing.T, s store.Store) {
+	g, ok := s.(store.Gate)
+	if !ok {
+		t.Fatal("the store does not implement store.Gate")
+	}
+	rules := store.DefaultLimits
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	a := newAccount(t, s, 10)
+	k := newKey(t, s, a.ID, nil)
+	got, adm, err := g.Enter(ctx, k.Hash, unique("req_"), now, rules, true)
+	if err != nil || got.ID != k.ID || got.AccountID != a.ID || got.Prefix != k.Prefix || got.Status != store.KeyActive {
+		t.Fatalf("enter: %+v %v", got, err)
+	}
+	if !adm.Admitted || adm.RateRemaining != rules.Rate-1 || adm.SlotsFree != rules.Concurrency-1 {
+		t.Fatalf("admission %+v", adm)
+	}
+	if _, _, err := g.Enter(ctx, hash(unique("nokey")), unique("req_"), now, rules, true); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown key: %v", err)
+	}
+	for _, to := range []store.KeyStatus{store.KeyRevoked, store.KeyActive, store.KeyDeleted} {
+		if _, err := s.SetKeyStatus(ctx, a.ID, k.ID, to); err != nil {
+			t.Fatal(err)
+		}
+		_, adm, err := g.Enter(ctx, k.Hash, unique("req_"), now, rules, true)
+		switch {
+		case to == store.KeyActive && (err != nil || !adm.Admitted):
+			t.Errorf("reactivated: %+v %v", adm, err)
+		case to == store.KeyActive && adm.RateRemaining != rules.Rate-2:
+			// The refused Enter of the revoked key counted nothing.
+			t.Errorf("after a refused Enter: %+v", adm)
+		case to != store.KeyActive && !errors.Is(err, store.ErrKeyInactive):
+			t.Errorf("%s key: %v", to, err)
+		}
+	}
+	if got, _ := s.Key(ctx, a.ID, k.ID); got.Status != store.KeyDeleted {
+		t.Errorf("the key itself: %+v", got)
+	}
+}
+
+// Many requests of one key entering at once: at most the key's in-flight
+// slots are admitted, a released slot (with the stale entries its
+// admission named) is free again, and refusals leave nothing behind.
+func testConcurrentGate(t *testing.T, s store.Store) {
+	g := s.(store.Gate)
+	l := s.(store.Limits)
+	rules := store.DefaultLimits
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	a := newAccount(t, s, 10)
+	k := newKey(t, s, a.ID, nil)
+	type entered struct {
+		rid string
+		adm store.Admission
+	}
+	var admitted, refused atomic.Int64
+	in := make(chan entered, 60)
+	var wg sync.WaitGroup
+	for i := 0; i < 60; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rid := unique("req_")
+			_, adm, err := g.Enter(ctx, k.Hash, rid, now, rules, true)
+			switch {
+			case err != nil:
+				t.Error(err)
+			case adm.Admitted:
+				admitted.Add(1)
+				in <- entered{rid, adm}
+			case adm.Refused == "concurrency":
+				refused.Add(1)
+			default:
+				t.Errorf("%+v", adm)
+			}
+		}()
+	}
+	wg.Wait()
+	close(in)
+	if admitted.Load() != int64(rules.Concurrency) || refused.Load() != 60-int64(rules.Concurrency) {
+		t.Fatalf("%d admitted, %d refused; want %d in flight at most", admitted.Load(), refused.Load(), rules.Concurrency)
+	}
+	for e := range in {
+		if err := l.ReleaseSlot(ctx, k.Hash, e.rid, now, rules, e.adm.Stale...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, adm, err := g.Enter(ctx, k.Hash, unique("req_"), now, rules, true)
+	if err != nil || !adm.Admitted || adm.SlotsFree != rules.Concurrency-1 || adm.RateRemaining != rules.Rate-rules.Concurrency-1 {
+		t.Errorf("after every release, refusals recorded nothing: %+v %v", adm, err)
+	}
+	// A minute and more later the window is empty again.
+	_, adm, err = g.Enter(ctx, k.Hash, unique("req_"), now.Add(2*time.Minute+time.Second), rules, false)
+	if err != nil || !adm.Admitted || adm.RateRemaining != rules.Rate-1 || adm.SlotsFree != rules.Concurrency {
+		t.Errorf("two minutes later: %+v %v", adm, err)
 	}
 }
 

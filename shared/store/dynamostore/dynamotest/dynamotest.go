@@ -56,17 +56,22 @@ func NewStoreWith(t testing.TB, options ...func(*dynamodb.Options)) *dynamostore
 	return dynamostore.New(client, table)
 }
 
-// ThrottlePuts makes every nth PutItem on an item whose partition key
-// starts with prefix fail as DynamoDB does when an item is too hot
-// (ProvisionedThroughputExceededException), as if the SDK's own retries
-// had run out.
-func ThrottlePuts(prefix string, every int64) func(*dynamodb.Options) {
+// ThrottleWrites makes every nth PutItem or UpdateItem on an item whose
+// partition key starts with prefix fail as DynamoDB does when an item is
+// too hot (ProvisionedThroughputExceededException), as if the SDK's own
+// retries had run out.
+func ThrottleWrites(prefix string, every int64) func(*dynamodb.Options) {
 	var n atomic.Int64
-	throttle := middleware.InitializeMiddlewareFunc("meridian-throttle-puts", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-		if put, ok := in.Parameters.(*dynamodb.PutItemInput); ok {
-			if pk, ok := put.Item["pk"].(*types.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, prefix) && n.Add(1)%every == 0 {
-				return middleware.InitializeOutput{}, middleware.Metadata{}, &types.ProvisionedThroughputExceededException{Message: aws.String("injected by the test")}
-			}
+	throttle := middleware.InitializeMiddlewareFunc("meridian-throttle-writes", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+		var pk types.AttributeValue
+		switch w := in.Parameters.(type) {
+		case *dynamodb.PutItemInput:
+			pk = w.Item["pk"]
+		case *dynamodb.UpdateItemInput:
+			pk = w.Key["pk"]
+		}
+		if s, ok := pk.(*types.AttributeValueMemberS); ok && strings.HasPrefix(s.Value, prefix) && n.Add(1)%every == 0 {
+			return middleware.InitializeOutput{}, middleware.Metadata{}, &types.ProvisionedThroughputExceededException{Message: aws.String("injected by the test")}
 		}
 		return next.HandleInitialize(ctx, in)
 	})
