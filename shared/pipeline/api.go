@@ -76,8 +76,10 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 	}
 	call := &Call{RequestID: x.requestID, Endpoint: e, Params: validated, Principal: principal, Sandbox: sandbox, Request: x.r, lookup: lookup}
 	x.call = call
+	slot := p.startSlot(metered, x, principal)
 	finish, handled := p.idempotency(x, call)
 	if handled {
+		_ = slot() // a replay or a refusal holds no slot: the release frees it
 		return
 	}
 	if finish != nil {
@@ -86,7 +88,7 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 		// for the retry.
 		defer x.afterResponse(finish)
 	}
-	if refusal := p.takeSlotIf(metered, x, principal); refusal != nil {
+	if refusal := slot(); refusal != nil {
 		x.fail(refusal)
 		return
 	}

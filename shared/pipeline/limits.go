@@ -56,13 +56,29 @@ func (p *Pipeline) admit(x *exchange, who auth.Principal) *envelope.Error {
 	return nil
 }
 
-// takeSlotIf gives a metered request whose Idempotency-Key it just claimed
-// its in-flight slot.
-func (p *Pipeline) takeSlotIf(metered bool, x *exchange, who auth.Principal) *envelope.Error {
+// startSlot starts taking the in-flight slot of a metered request admitted
+// without one (it has an Idempotency-Key), beside the claim of that key;
+// the returned func waits for it and answers a refusal. A request the
+// claim answers itself (a replay, a 409) gives its slot back.
+func (p *Pipeline) startSlot(metered bool, x *exchange, who auth.Principal) (wait func() *envelope.Error) {
 	if !metered || p.cfg.Limits == nil || who.KeyID == "" || x.admitted {
-		return nil
+		return func() *envelope.Error { return nil }
 	}
-	a, err := p.cfg.Limits.TakeSlot(x.r.Context(), who.LimitsID(), x.requestID, p.cfg.Now(), p.cfg.LimitRules)
+	var a store.Admission
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a, err = p.cfg.Limits.TakeSlot(x.r.Context(), who.LimitsID(), x.requestID, p.cfg.Now(), p.cfg.LimitRules)
+	}()
+	return func() *envelope.Error {
+		<-done
+		return p.tookSlot(x, a, err)
+	}
+}
+
+// tookSlot applies the outcome of TakeSlot.
+func (p *Pipeline) tookSlot(x *exchange, a store.Admission, err error) *envelope.Error {
 	if errors.Is(err, store.ErrContended) {
 		return contended(p.cfg.LimitRules) // no write landed
 	}

@@ -33,7 +33,8 @@ func pick[T any](found map[string]map[string]types.AttributeValue, pk, sk string
 //	reservation  req#<request id>        if attribute_not_exists(pk) (or expired)
 //	                                     with lease_pk and lease_sk: in LeaseIndex until settled or refunded
 //
-// It starts from one strongly consistent read of the three items. A failed
+// It starts from one strongly consistent read of the account and the key
+// (a reservation already there is found by its put's condition). A failed
 // condition returns the item as it was: an inactive key, a key over its
 // limit or a balance below the cost are refusals (the key's are reported
 // first); a changed limit or balance is retried with the new values, as
@@ -47,16 +48,9 @@ func (s *Store) Reserve(ctx context.Context, c store.Charge) (store.Reservation,
 		return store.Reservation{}, errors.New("dynamostore: a charge needs a request, an account and a key")
 	}
 	pk, keySK, resSK := accountPK(c.AccountID), pfxKey+c.KeyID, pfxReq+c.RequestID
-	found, err := s.getMany(ctx, ref(pk, skAccount), ref(pk, keySK), ref(pk, resSK))
+	found, err := s.getMany(ctx, ref(pk, skAccount), ref(pk, keySK))
 	if err != nil {
 		return store.Reservation{}, err
-	}
-	r, err := pick[reservationItem](found, pk, resSK)
-	if err != nil {
-		return store.Reservation{}, err
-	}
-	if r != nil && !r.expired(s.now()) {
-		return store.Reservation{}, store.ErrDuplicateRequest
 	}
 	k, err := pick[keyItem](found, pk, keySK)
 	if err != nil {
