@@ -11,6 +11,7 @@ package pipeline_test
 
 import (
 	"context"
+	"github.com/meridian-data/meridian/shared/afterwork"
 	"io"
 	"log/slog"
 	"net/http"
@@ -67,6 +68,7 @@ type benchEnv struct {
 	handler http.Handler
 	key     string
 	account store.Account
+	after   *afterwork.Queue
 }
 
 // replayRunner serves every shipped provider from testdata/upstream on a
@@ -92,7 +94,9 @@ func newBenchEnv(tb testing.TB, s store.Store, sink usage.Sink, logs io.Writer) 
 	tb.Helper()
 	ctx := context.Background()
 	logger := slog.New(slog.NewJSONHandler(logs, nil)) // the log line is formatted, as app.Logger does
-	cfg := app.Config("", logger, app.Deps{Store: s, Throttle: auth.NewThrottle(20), Upstream: replayRunner(tb), Events: sink})
+	// Work after the response runs on its own, as in Lambda and make run.
+	after := &afterwork.Queue{}
+	cfg := app.Config("", logger, app.Deps{Store: s, Throttle: auth.NewThrottle(20), Upstream: replayRunner(tb), Events: sink, After: after})
 	cfg.LimitRules = benchLimits
 	acct, _, err := pipeline.CreateAccount(ctx, s, store.MaxCredits/2, envelope.NewRequestID())
 	if err != nil {
@@ -102,7 +106,7 @@ func newBenchEnv(tb testing.TB, s store.Store, sink usage.Sink, logs io.Writer) 
 	if _, err := s.CreateKey(ctx, k); err != nil {
 		tb.Fatal(err)
 	}
-	return &benchEnv{handler: pipeline.New(cfg), key: key, account: acct}
+	return &benchEnv{handler: pipeline.New(cfg), key: key, account: acct, after: after}
 }
 
 // request builds a GET with the key (when withKey) as API Gateway's
