@@ -76,10 +76,8 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 	}
 	call := &Call{RequestID: x.requestID, Endpoint: e, Params: validated, Principal: principal, Sandbox: sandbox, Request: x.r, lookup: lookup}
 	x.call = call
-	slot := p.startSlot(metered, x, principal)
 	finish, handled := p.idempotency(x, call)
 	if handled {
-		_ = slot() // a replay or a refusal holds no slot: the release frees it
 		return
 	}
 	if finish != nil {
@@ -88,10 +86,10 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 		// for the retry.
 		defer x.afterResponse(finish)
 	}
-	if refusal := slot(); refusal != nil {
-		x.fail(refusal)
-		return
-	}
+	// A request with an Idempotency-Key takes its slot once the key is
+	// claimed (a replay or a 409 takes none), beside a paid call's reserve.
+	call.slot = p.startSlot(metered, x, principal)
+	defer func() { _ = call.slot() }() // before the release: it must know
 	p.dispatch(x, call)
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/meridian-data/meridian/shared/envelope"
@@ -59,6 +60,21 @@ func (p *Pipeline) dispatch(x *exchange, c *Call) {
 		return
 	}
 	cu := p.cacheUse(x, c)
+	// A paid, uncached call waits for its slot after its reserve, which
+	// runs beside it; every other answer waits for it now.
+	slotted := func() bool {
+		if c.slot == nil {
+			return true
+		}
+		if refusal := c.slot(); refusal != nil {
+			x.fail(refusal)
+			return false
+		}
+		return true
+	}
+	if (cu.hit != nil || !p.billed(c) || wantsStream(c) || c.Params.DryRun) && !slotted() {
+		return
+	}
 	if e.Kind == registry.Data && c.Params.DryRun {
 		// No x-cache: the body's "cache" field is the snapshot.
 		p.succeedAs(x, c, p.dryRun(x, c, cu), 0, nil, "")
@@ -87,6 +103,15 @@ func (p *Pipeline) dispatch(x *exchange, c *Call) {
 	charge, remaining, ok := p.reserve(x, c)
 	if !ok {
 		return
+	}
+	if c.slot != nil {
+		if refusal := c.slot(); refusal != nil {
+			if charge != nil {
+				p.refund(x, *charge, refusal)
+			}
+			x.fail(refusal)
+			return
+		}
 	}
 	data, herr := p.run(h, x, c)
 	if herr == nil {
@@ -128,7 +153,14 @@ func (p *Pipeline) reserve(x *exchange, c *Call) (charge *store.Charge, remainin
 		RequestID: c.RequestID, AccountID: c.Principal.AccountID, KeyID: c.Principal.KeyID,
 		KeyPrefix: c.Principal.KeyPrefix, Endpoint: c.Endpoint.Path(), Cost: c.Endpoint.Cost,
 	}
-	res, err := billingOp(x, func(ctx context.Context) (store.Reservation, error) { return p.cfg.Store.Reserve(ctx, ch) })
+	res, err := billingOp(x, func(ctx context.Context) (store.Reservation, error) {
+		// One reserve at a time per account in this process: a batch's
+		// items (one account) would otherwise race for the account's
+		// balance, and every lost race is a refused, billed write.
+		unlock := p.wallets.lock(ch.AccountID)
+		defer unlock()
+		return p.cfg.Store.Reserve(ctx, ch)
+	})
 	if err != nil {
 		refusal := p.reserveRefusal(x, err)
 		if refusal.Type == envelope.InternalError {
@@ -293,4 +325,40 @@ func (p *Pipeline) write(x *exchange, s envelope.Success, body []byte, cacheStat
 		x.w.Header().Set("x-cache", cacheStatus)
 	}
 	envelope.WriteJSON(x.w, http.StatusOK, x.requestID, s.CreditsUsed, s.CreditsRemaining, body)
+}
+
+// walletLocks serialises this process's reserves per account.
+type walletLocks struct {
+	mu    sync.Mutex
+	locks map[string]*walletLock
+}
+
+type walletLock struct {
+	mu      sync.Mutex
+	waiters int
+}
+
+// lock takes the account's lock; the returned func gives it back. A lock
+// nobody holds or waits for is dropped, so the map holds only live ones.
+func (w *walletLocks) lock(accountID string) (unlock func()) {
+	w.mu.Lock()
+	if w.locks == nil {
+		w.locks = map[string]*walletLock{}
+	}
+	l := w.locks[accountID]
+	if l == nil {
+		l = &walletLock{}
+		w.locks[accountID] = l
+	}
+	l.waiters++
+	w.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		w.mu.Lock()
+		if l.waiters--; l.waiters == 0 {
+			delete(w.locks, accountID)
+		}
+		w.mu.Unlock()
+	}
 }

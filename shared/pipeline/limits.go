@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/meridian-data/meridian/shared/auth"
@@ -57,9 +58,8 @@ func (p *Pipeline) admit(x *exchange, who auth.Principal) *envelope.Error {
 }
 
 // startSlot starts taking the in-flight slot of a metered request admitted
-// without one (it has an Idempotency-Key), beside the claim of that key;
-// the returned func waits for it and answers a refusal. A request the
-// claim answers itself (a replay, a 409) gives its slot back.
+// without one (it has an Idempotency-Key); the returned func waits for it
+// (once; later calls repeat the answer) and answers a refusal.
 func (p *Pipeline) startSlot(metered bool, x *exchange, who auth.Principal) (wait func() *envelope.Error) {
 	if !metered || p.cfg.Limits == nil || who.KeyID == "" || x.admitted {
 		return func() *envelope.Error { return nil }
@@ -71,10 +71,10 @@ func (p *Pipeline) startSlot(metered bool, x *exchange, who auth.Principal) (wai
 		defer close(done)
 		a, err = p.cfg.Limits.TakeSlot(x.r.Context(), who.LimitsID(), x.requestID, p.cfg.Now(), p.cfg.LimitRules)
 	}()
-	return func() *envelope.Error {
+	return sync.OnceValue(func() *envelope.Error {
 		<-done
 		return p.tookSlot(x, a, err)
-	}
+	})
 }
 
 // tookSlot applies the outcome of TakeSlot.

@@ -54,6 +54,9 @@ type Call struct {
 	model *usage.Model
 	// lookup is the response cache lookup started with authentication.
 	lookup *cacheLookup
+	// slot waits for the in-flight slot taken after an Idempotency-Key
+	// claim (nil: the slot came with admission).
+	slot func() *envelope.Error
 }
 
 // Handler serves one endpoint after the pipeline has admitted the call.
@@ -135,6 +138,7 @@ type Pipeline struct {
 	// gate authenticates and admits in one store step, when the key
 	// source is the store and the store keeps the limits too.
 	gate    store.Gate
+	wallets walletLocks
 	routes  []registry.Route
 	openapi openAPIDocs
 	mcp     mcpSurface
