@@ -703,6 +703,7 @@ func BenchmarkStoreRoundTrips(b *testing.B) {
 		env.serve(get(benchPath+"?query=acme", false)(i))
 		env.serve(get(benchPath+"?query=sample+server+error", false)(i))
 	}
+	env.after.Wait(ctx)
 	for _, m := range sink.take() {
 		_ = worker.Handle(ctx, m.Body)
 	}
@@ -732,6 +733,7 @@ func BenchmarkStoreRoundTrips(b *testing.B) {
 			if status, _, _ := env.serve(r); status != http.StatusOK {
 				b.Fatalf("replay setup: %d", status)
 			}
+			env.after.Wait(ctx) // the outcome is stored
 		}},
 		{"batch_20_paid_uncached", batch, http.StatusOK, nil},
 	}
