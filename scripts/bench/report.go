@@ -587,7 +587,7 @@ func writeWhy(m *md, pipelines []pipelineRun, httpRes HTTPResult, bare map[strin
 		var parts []string
 		for _, l := range lines {
 			if l.PerMillion >= 0.1 {
-				parts = append(parts, fmt.Sprintf("%s %s", strings.ToLower(l.Item[:1])+l.Item[1:], fmtDollars(l.PerMillion)))
+				parts = append(parts, fmt.Sprintf("%s %s", l.Item, fmtDollars(l.PerMillion)))
 			}
 		}
 		m.p("- **%s: %s per million, target %s.** The parts of at least $0.10: %s. %s", k.label, fmtDollars(total), fmtDollars(k.target),
