@@ -43,10 +43,11 @@ var (
 	// usage emitter, which every API function runs after each invocation.
 	UseRequest = TableUse{
 		Name: "request",
-		Why: "KeyByHash/Key (GetItem); Admit, TakeSlot, ReleaseSlot (GetItem, conditional PutItem); " +
+		Why: "Enter, Admit, TakeSlot, ReleaseSlot (UpdateItem of the key's hash record); KeyByHash/Key for requests not " +
+			"admitted themselves, and Enter's completion of a hash record written before it carried the key's status (GetItem); " +
 			"the usage emitter's outbox: PutOutbox (TransactWriteItems of Put), OutboxBatch (Query), " +
 			"DeleteOutbox (BatchGetItem, BatchWriteItem of deletes)",
-		Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:BatchWriteItem"},
+		Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:BatchWriteItem"},
 	}
 	// UsePaid is a paid data call: billing, the response cache, fair use and dry runs.
 	UsePaid = TableUse{

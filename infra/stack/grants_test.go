@@ -57,6 +57,10 @@ import (
 // fails the test (exercise it, list it here, or take it out of the policy);
 // an action listed here that the replay does use fails too.
 var unexercised = map[string]map[string]string{
+	"sandbox": {
+		"dynamodb:GetItem": "every sandbox call is admitted with its authentication (one UpdateItem); GetItem completes a key " +
+			"hash record written before records carried the key's status (an older deployment's), which the replay's new keys are not",
+	},
 	stack.WorkerName: {
 		"dynamodb:DeleteItem": "RecordOutcome deletes a request's mark only when the counter update after it " +
 			"fails (so a redelivery counts the event): an error path that needs DynamoDB to fail mid-call",
