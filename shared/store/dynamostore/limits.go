@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -71,7 +72,7 @@ func slotAttr(requestID string) string {
 // one UpdateItem, conditioned on the key being active.
 func (s *Store) Enter(ctx context.Context, hash, requestID string, now time.Time, rules store.LimitRules, slot bool) (store.Key, store.Admission, error) {
 	for attempt := 0; ; attempt++ {
-		k, a, err := s.admit(ctx, hash, requestID, now, rules, slot, true, false)
+		k, a, err := s.admit(ctx, hash, requestID, now, rules, true, slot, true)
 		if !errors.Is(err, errUnmirrored) || attempt > 0 {
 			return k, a, err
 		}
@@ -84,65 +85,54 @@ func (s *Store) Enter(ctx context.Context, hash, requestID string, now time.Time
 }
 
 func (s *Store) Admit(ctx context.Context, id, requestID string, now time.Time, rules store.LimitRules, slot bool) (store.Admission, error) {
-	_, a, err := s.admit(ctx, id, requestID, now, rules, slot, false, false)
+	_, a, err := s.admit(ctx, id, requestID, now, rules, true, slot, false)
 	return a, err
 }
 
 func (s *Store) TakeSlot(ctx context.Context, id, requestID string, now time.Time, rules store.LimitRules) (store.Admission, error) {
-	_, a, err := s.admit(ctx, id, requestID, now, rules, true, false, true)
+	_, a, err := s.admit(ctx, id, requestID, now, rules, false, true, false)
 	return a, err
 }
 
 // errUnmirrored: a key hash record without the key's status.
 var errUnmirrored = errors.New("dynamostore: key hash record without status")
 
-// admit adds requestID to the record (a second unless slotOnly, a slot
-// when slot) and decides from the record it gets back. gate conditions the
+// admit adds requestID to the record (a second when second, a slot when
+// slot) and decides from the record it gets back. gate conditions the
 // write on an active key.
-func (s *Store) admit(ctx context.Context, id, requestID string, now time.Time, rules store.LimitRules, slot, gate, slotOnly bool) (store.Key, store.Admission, error) {
+func (s *Store) admit(ctx context.Context, id, requestID string, now time.Time, rules store.LimitRules, second, slot, gate bool) (store.Key, store.Admission, error) {
 	sec, slotName := now.Unix(), slotAttr(requestID)
-	names := map[string]string{}
-	values := vals{}
-	var add, set []string
-	if !slotOnly {
-		names["#r"], values[":one"] = secondAttr(sec), num(1)
-		add = append(add, "#r :one")
+	secName := expression.Name(secondAttr(sec))
+	// The seconds just past the window go: steady traffic never leaves any.
+	window := int64(rules.Window / time.Second)
+	upd := expression.Remove(expression.Name(secondAttr(sec - window - 2))).
+		Remove(expression.Name(secondAttr(sec - window - 3))).
+		Remove(expression.Name(secondAttr(sec - window - 4)))
+	// A refusal takes back what the admission added (undo).
+	var undo expression.UpdateBuilder
+	if second {
+		upd = upd.Add(secName, expression.Value(1))
+		undo = undo.Add(secName, expression.Value(-1))
 	}
 	if slot {
-		names["#s"], values[":lease"] = slotName, num(now.Add(rules.Lease).UnixMilli())
-		set = append(set, "#s = :lease")
+		upd = upd.Set(expression.Name(slotName), expression.Value(now.Add(rules.Lease).UnixMilli()))
+		undo = undo.Remove(expression.Name(slotName))
 	}
-	expr := ""
-	if len(add) > 0 {
-		expr += "ADD " + strings.Join(add, ", ")
+	b := expression.NewBuilder().WithUpdate(upd)
+	if gate {
+		b = b.WithCondition(expression.Name("status").Equal(expression.Value(string(store.KeyActive))))
 	}
-	if len(set) > 0 {
-		expr += " SET " + strings.Join(set, ", ")
+	ex, err := b.Build()
+	if err != nil {
+		return store.Key{}, store.Admission{}, err
 	}
-	// The seconds just past the window: steady traffic never leaves any.
-	window := int64(rules.Window / time.Second)
-	var gone []string
-	for i := int64(2); i <= 4; i++ {
-		n := "#g" + strconv.FormatInt(i, 10)
-		names[n] = secondAttr(sec - window - i)
-		gone = append(gone, n)
-	}
-	expr += " REMOVE " + strings.Join(gone, ", ")
+	key := itemKey(pfxKeyHash+id, skKeyHash)
 	in := &dynamodb.UpdateItemInput{
-		TableName:                s.table,
-		Key:                      itemKey(pfxKeyHash+id, skKeyHash),
-		UpdateExpression:         aws.String(expr),
-		ExpressionAttributeNames: names,
-		ReturnValues:             types.ReturnValueAllNew,
-	}
-	if len(values) > 0 {
-		in.ExpressionAttributeValues = values
+		TableName: s.table, Key: key, ReturnValues: types.ReturnValueAllNew,
+		UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
+		ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 	}
 	if gate {
-		names["#status"] = "status"
-		values[":active"] = str(string(store.KeyActive))
-		in.ExpressionAttributeValues = values
-		in.ConditionExpression = aws.String("#status = :active")
 		in.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
 	}
 	out, err := s.db.UpdateItem(ctx, in)
@@ -160,28 +150,23 @@ func (s *Store) admit(ctx context.Context, id, requestID string, now time.Time, 
 	}
 	if err != nil {
 		if throttled(err) { // a hot record, not an outage
-			return store.Key{}, store.Admission{}, fmt.Errorf("%w: limits of %s throttled: %v", store.ErrContended, auth4(id), err)
+			return store.Key{}, store.Admission{}, fmt.Errorf("%w: limits of %s throttled: %v", store.ErrContended, hashHint(id), err)
 		}
 		return store.Key{}, store.Admission{}, fmt.Errorf("dynamostore: admit: %w", err)
 	}
-	st, stale := limitState(out.Attributes, now, rules)
 	// Decide on the record without this request, as LimitState does.
-	if !slotOnly {
-		for i := range st.Seconds {
-			if st.Seconds[i].Second == sec {
-				st.Seconds[i].Count--
-			}
+	st, stale := limitState(out.Attributes, now, rules)
+	for i := range st.Seconds {
+		if second && st.Seconds[i].Second == sec {
+			st.Seconds[i].Count--
 		}
 	}
+	st.Release(slotName)
 	var a store.Admission
-	if slotOnly {
-		st.Release(slotName)
-		a = st.Take(slotName, now, rules)
-	} else {
-		if slot {
-			st.Release(slotName)
-		}
+	if second {
 		a = st.Admit(slotName, now, rules, slot)
+	} else {
+		a = st.Take(slotName, now, rules)
 	}
 	a.Stale = stale
 	var k store.Key
@@ -189,33 +174,17 @@ func (s *Store) admit(ctx context.Context, id, requestID string, now time.Time, 
 		k = store.Key{ID: ref.KeyID, AccountID: ref.AccountID, Hash: id, Prefix: ref.Prefix, Status: store.KeyStatus(ref.Status)}
 	}
 	if !a.Admitted {
-		// Take the entries back: a refusal records nothing.
-		undo := []string{}
-		uvals := vals{}
-		unames := map[string]string{}
-		if !slotOnly {
-			unames["#r"], uvals[":minus"] = secondAttr(sec), num(-1)
-		}
-		if slot {
-			unames["#s"] = slotName
-		}
-		if !slotOnly {
-			undo = append(undo, "ADD #r :minus")
-		}
-		if slot {
-			undo = append(undo, "REMOVE #s")
-		}
-		uin := &dynamodb.UpdateItemInput{
-			TableName: s.table, Key: in.Key, UpdateExpression: aws.String(strings.Join(undo, " ")),
-			ExpressionAttributeNames: unames,
-		}
-		if len(uvals) > 0 {
-			uin.ExpressionAttributeValues = uvals
+		ux, err := expression.NewBuilder().WithUpdate(undo).Build()
+		if err != nil {
+			return k, a, nil
 		}
 		// If this fails the refusal still stands: its entries count until
 		// the second leaves the window and the slot's lease ends, which
 		// can only refuse more, never admit beyond the rules.
-		_ = s.retryThrottled(context.WithoutCancel(ctx), uin)
+		_ = s.retryThrottled(context.WithoutCancel(ctx), &dynamodb.UpdateItemInput{
+			TableName: s.table, Key: key, UpdateExpression: ux.Update(),
+			ExpressionAttributeNames: ux.Names(), ExpressionAttributeValues: ux.Values(),
+		})
 	}
 	return k, a, nil
 }
@@ -324,8 +293,8 @@ func (s *Store) mirrorStatus(ctx context.Context, hash string) error {
 	return err
 }
 
-// auth4 is what an error may say about a key hash: its first characters.
-func auth4(hash string) string {
+// hashHint is what an error may say about a key hash: its first characters.
+func hashHint(hash string) string {
 	if len(hash) > 8 {
 		return hash[:8] + "…"
 	}
