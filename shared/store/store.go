@@ -52,6 +52,9 @@ type Key struct {
 	CreditsUsed int64
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	// LastUsedAt is when the key last authenticated a request (nil:
+	// never). Listings fill it; a single key's lookup may not.
+	LastUsedAt *time.Time
 }
 
 // EntryType is the kind of a ledger entry.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -156,6 +157,9 @@ func (s *Store) Keys(ctx context.Context, accountID string) ([]store.Key, error)
 			keys = append(keys, it.key())
 		}
 	}
+	if err := s.fillLastUsed(ctx, keys); err != nil {
+		return nil, err
+	}
 	sort.Slice(keys, func(i, j int) bool {
 		if !keys[i].CreatedAt.Equal(keys[j].CreatedAt) {
 			return keys[i].CreatedAt.Before(keys[j].CreatedAt)
@@ -288,4 +292,31 @@ func (s *Store) UpdateKey(ctx context.Context, accountID, keyID string, c store.
 			return store.Key{}, err
 		}
 	}
+}
+
+// attrLastUsed, on a key's hash record, is when the key last authenticated
+// (Unix milliseconds), set by the admission's own write.
+const attrLastUsed = "last_used"
+
+// fillLastUsed reads the keys' hash records (one BatchGetItem per 100) for
+// when each was last used.
+func (s *Store) fillLastUsed(ctx context.Context, keys []store.Key) error {
+	for start := 0; start < len(keys); start += 100 {
+		part := keys[start:min(start+100, len(keys))]
+		refs := make([][2]string, len(part))
+		for i, k := range part {
+			refs[i] = ref(pfxKeyHash+k.Hash, skKeyHash)
+		}
+		found, err := s.getMany(ctx, refs...)
+		if err != nil {
+			return err
+		}
+		for i := range part {
+			if ms := number(found[pfxKeyHash+part[i].Hash+"\x00"+skKeyHash][attrLastUsed]); ms > 0 {
+				t := time.UnixMilli(ms).UTC()
+				part[i].LastUsedAt = &t
+			}
+		}
+	}
+	return nil
 }

@@ -118,6 +118,10 @@ func (s *Store) admit(ctx context.Context, id, requestID string, now time.Time, 
 		upd = upd.Set(expression.Name(slotName), expression.Value(now.Add(rules.Lease).UnixMilli()))
 		undo = undo.Remove(expression.Name(slotName))
 	}
+	if gate {
+		// The write happens anyway: it also says when the key was last used.
+		upd = upd.Set(expression.Name(attrLastUsed), expression.Value(now.UnixMilli()))
+	}
 	b := expression.NewBuilder().WithUpdate(upd)
 	if gate {
 		b = b.WithCondition(expression.Name("status").Equal(expression.Value(string(store.KeyActive))))

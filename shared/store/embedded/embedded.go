@@ -44,6 +44,7 @@ type Store struct {
 	now        func() time.Time
 	cachePuts  atomic.Int64
 	recallPuts atomic.Int64
+	uses       lastUses
 }
 
 // Open opens (or creates) dir/meridian.db.
@@ -75,8 +76,11 @@ func Open(dir string) (*Store, error) {
 	return &Store{db: db, now: func() time.Time { return time.Now().UTC() }}, nil
 }
 
-// Close releases the file.
-func (s *Store) Close() error { return s.db.Close() }
+// Close releases the file, after the last-use writes under way.
+func (s *Store) Close() error {
+	s.uses.writes.Wait()
+	return s.db.Close()
+}
 
 type account struct {
 	store.Account
@@ -352,7 +356,10 @@ func (s *Store) Keys(ctx context.Context, accountID string) ([]store.Key, error)
 		}
 		return keys[i].ID < keys[j].ID
 	})
-	return keys, err
+	if err != nil {
+		return nil, err
+	}
+	return keys, s.fillLastUsed(ctx, keys)
 }
 
 // changeKey loads a key and its account inside a write transaction, lets
@@ -711,6 +718,7 @@ func (s *Store) Enter(ctx context.Context, hash, requestID string, now time.Time
 	if k.Status != store.KeyActive {
 		return store.Key{}, store.Admission{}, store.ErrKeyInactive
 	}
+	s.noteUse(k, now)
 	a, err := s.Admit(ctx, hash, requestID, now, rules, slot)
 	return k, a, err
 }

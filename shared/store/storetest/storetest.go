@@ -32,6 +32,7 @@ func Run(t *testing.T, newStore Factory) {
 		"ConcurrencySlots":              testConcurrencySlots,
 		"Gate":                          testGate,
 		"ConcurrentGate":                testConcurrentGate,
+		"KeyLastUsed":                   testKeyLastUsed,
 		"FairUse":                       testFairUse,
 		"Outcomes":                      testOutcomes,
 		"Grant":                         testGrant,
