@@ -70,15 +70,16 @@ var (
 	UseAccounts = TableUse{
 		Name: "accounts",
 		Why: "CreateAccount, Grant, CreateKey, SetKeyStatus (GetItem, TransactWriteItems of Put and Update); " +
-			"UpdateKey (UpdateItem); Keys, Ledger, OutcomesSince for /v1/status (Query); AccountByConsoleToken (GetItem); " +
+			"UpdateKey (UpdateItem); Keys, Ledger, OutcomesSince for /v1/status, AccountUsage for /v1/credits/usage (Query); AccountByConsoleToken (GetItem); " +
 			"the catalogue's capacity of limited-capacity endpoints (AllowanceUsed: GetItem)",
 		Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"},
 	}
 	// UseWorker is the worker's SQS messages and its scheduled run.
 	UseWorker = TableUse{
 		Name: "worker",
-		Why: "RecordOutcome (conditional PutItem of the request's mark, UpdateItem ADD on the minute's counter, " +
-			"DeleteItem to take the mark back when the count fails); refund and settle reconciliations " +
+		Why: "RecordUsage (a conditional PutItem of each request's mark, one UpdateItem ADD per counter item: the platform's " +
+			"minute and the account's day and endpoint; when an ADD fails, UpdateItem ADDs of the negative and DeleteItem of " +
+			"the batch's marks take it back); refund and settle reconciliations " +
 			"(Refund: BatchGetItem, GetItem, TransactWriteItems of Update and Put; Settle: UpdateItem); the " +
 			"scheduled run applies the outbox in place (OutboxBatch: Query; DeleteOutbox: BatchGetItem, " +
 			"BatchWriteItem) and sweeps expired reservations (ExpiredReservations: Query on the leases index)",

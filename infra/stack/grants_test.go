@@ -62,8 +62,9 @@ var unexercised = map[string]map[string]string{
 			"hash record written before records carried the key's status (an older deployment's), which the replay's new keys are not",
 	},
 	stack.WorkerName: {
-		"dynamodb:DeleteItem": "RecordOutcome deletes a request's mark only when the counter update after it " +
-			"fails (so a redelivery counts the event): an error path that needs DynamoDB to fail mid-call",
+		"dynamodb:DeleteItem": "RecordUsage deletes a batch's marks only when a counter update after them " +
+			"fails (so a redelivery counts the events): an error path that needs DynamoDB to fail mid-call " +
+			"(shared/store/dynamostore's usage tests inject that failure)",
 	},
 }
 

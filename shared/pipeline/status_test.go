@@ -30,7 +30,8 @@ func TestStatusFromRecordedOutcomes(t *testing.T) {
 	b.call("/sandbox/marketplace_a/search?query=a")
 	b.call("/v1/company_registry/search?query=a")
 	// Older outcomes have left the window.
-	if _, err := b.store.RecordOutcome(t.Context(), "req_old", store.Outcome{Platform: "marketplace_a", Status: 502}, b.clock.Now().Add(-16*time.Minute)); err != nil {
+	old := b.clock.Now().Add(-16 * time.Minute)
+	if _, err := b.store.RecordUsage(t.Context(), []store.UsageRecord{{RequestID: "req_old", At: old, Outcome: &store.Outcome{Platform: "marketplace_a", Status: 502}}}, old); err != nil {
 		t.Fatal(err)
 	}
 	d = b.call("/v1/status").body["data"].(map[string]any)

@@ -45,16 +45,27 @@ type MinuteStats struct {
 // usage event delivered twice counts once.
 const OutcomeDedupWindow = 24 * time.Hour
 
-// Outcomes records request outcomes per platform and minute and reads
-// them back for the status window. Recording only adds to counters (and
-// marks the request id counted).
+// Outcomes is what the worker aggregates from usage events: request
+// outcomes per platform and minute, read back for the status window, and
+// each account's usage per day and endpoint (usage.go). Recording only adds
+// to counters (and marks the request id counted).
 type Outcomes interface {
-	// RecordOutcome counts o in the minute of now, once per requestID:
-	// recorded is false (and nothing changes) when that request was
-	// already counted within OutcomeDedupWindow.
-	RecordOutcome(ctx context.Context, requestID string, o Outcome, now time.Time) (recorded bool, err error)
+	// RecordUsage counts a batch of requests, each at most once per
+	// RequestID within OutcomeDedupWindow of now (a second record of the
+	// same id, in this batch or a later one, changes nothing): a record's
+	// Outcome in the minute of its At, its account usage in the UTC day of
+	// its At. recorded is how many records were newly counted. On an error
+	// some records may be counted and others not; each is counted exactly
+	// when it is marked, so the same batch again counts the rest (the
+	// stores document what residual window remains). A record without a
+	// RequestID is ErrInvalid, and then nothing is counted.
+	RecordUsage(ctx context.Context, records []UsageRecord, now time.Time) (recorded int, err error)
 	// OutcomesSince returns each platform's minutes from since to now.
 	OutcomesSince(ctx context.Context, since, now time.Time) (map[string][]MinuteStats, error)
+	// AccountUsage returns the account's usage of the UTC days from..to
+	// (both included), one row per day and endpoint with any calls,
+	// ordered by date, then endpoint. Days are kept AccountUsageRetention.
+	AccountUsage(ctx context.Context, accountID string, from, to time.Time) ([]UsageDay, error)
 }
 
 // Bucket is the histogram bucket of a latency.

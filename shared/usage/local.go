@@ -46,35 +46,97 @@ func (q *LocalQueue) Send(_ context.Context, msgs []queue.Message) error {
 	return nil
 }
 
-// Run applies messages until ctx ends, retrying a failing one a few times
-// with backoff.
+// localBatch bounds the messages Run applies together.
+const localBatch = 100
+
+// Run applies messages until ctx ends: each message received and whatever
+// else is already buffered (up to localBatch) are applied as one batch, so
+// their usage events are one store call; the messages the batch could not
+// apply are retried one by one, a few times each, with backoff.
 func (q *LocalQueue) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case m := <-q.ch:
-			q.apply(ctx, m)
+			q.applyBatch(ctx, q.drain(m))
 		}
 	}
 }
 
-func (q *LocalQueue) apply(ctx context.Context, m queue.Message) {
-	wait := 50 * time.Millisecond
-	for attempt := 1; ; attempt++ {
+// drain returns first and the messages buffered behind it, up to localBatch.
+func (q *LocalQueue) drain(first queue.Message) []queue.Message {
+	batch := []queue.Message{first}
+	for len(batch) < localBatch {
+		select {
+		case m := <-q.ch:
+			batch = append(batch, m)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// firstRetryWait is the backoff before a failed message's second attempt;
+// it doubles for each attempt after.
+const firstRetryWait = 50 * time.Millisecond
+
+// applyBatch applies the batch; the messages it could not apply wait one
+// backoff together, then are retried one by one.
+func (q *LocalQueue) applyBatch(ctx context.Context, batch []queue.Message) {
+	bodies := make([][]byte, len(batch))
+	for i, m := range batch {
+		bodies[i] = m.Body
+	}
+	var failed []queue.Message
+	for i, err := range q.worker.HandleBatch(ctx, bodies) {
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrPoison) || localAttempts == 1 || ctx.Err() != nil:
+			q.deadLetter(batch[i], 1, err)
+		default:
+			failed = append(failed, batch[i])
+		}
+	}
+	if len(failed) == 0 {
+		return
+	}
+	sleep(ctx, firstRetryWait)
+	for _, m := range failed {
+		q.retry(ctx, m)
+	}
+}
+
+// retry applies m from its second attempt on, with backoff, until it
+// succeeds, turns out poison or runs out of attempts.
+func (q *LocalQueue) retry(ctx context.Context, m queue.Message) {
+	wait := 2 * firstRetryWait
+	for attempt := 2; ; attempt++ {
 		err := q.worker.Handle(ctx, m.Body)
 		if err == nil {
 			return
 		}
-		if errors.Is(err, ErrPoison) || attempt == localAttempts || ctx.Err() != nil {
-			q.logger.Error("dead letter: message dropped", "message_id", m.ID, "attempts", attempt, "error", err.Error())
+		if errors.Is(err, ErrPoison) || attempt >= localAttempts || ctx.Err() != nil {
+			q.deadLetter(m, attempt, err)
 			return
 		}
-		select {
-		case <-time.After(wait):
-			wait *= 2
-		case <-ctx.Done():
-		}
+		sleep(ctx, wait)
+		wait *= 2
+	}
+}
+
+func (q *LocalQueue) deadLetter(m queue.Message, attempts int, err error) {
+	q.logger.Error("dead letter: message dropped", "message_id", m.ID, "attempts", attempts, "error", err.Error())
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 
@@ -98,13 +160,17 @@ func Every(ctx context.Context, interval time.Duration, fn func(context.Context)
 // so the emitter keeps them in the outbox for the sweep.
 type Direct struct{ Worker *Worker }
 
-// Send applies msgs in order.
+// Send applies msgs as one batch (their usage events in one store call).
 func (d Direct) Send(ctx context.Context, msgs []queue.Message) error {
+	bodies := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		bodies[i] = m.Body
+	}
 	var failed []string
 	var cause error
-	for _, m := range msgs {
-		if err := d.Worker.Handle(ctx, m.Body); err != nil {
-			failed, cause = append(failed, m.ID), err
+	for i, err := range d.Worker.HandleBatch(ctx, bodies) {
+		if err != nil {
+			failed, cause = append(failed, msgs[i].ID), err
 		}
 	}
 	if failed != nil {

@@ -13,10 +13,11 @@ import (
 )
 
 // Worker applies queue messages: usage events become /v1/status counts
-// (once per request id), reconciliations refund or settle (once per
-// reservation, by the store's conditional writes), and Sweep refunds
-// reservations whose process died. Every operation is safe to repeat, so
-// a message delivered twice changes nothing the second time.
+// and each account's usage per day and endpoint (once per request id, a
+// batch of events in one store call), reconciliations refund or settle
+// (once per reservation, by the store's conditional writes), and Sweep
+// refunds reservations whose process died. Every operation is safe to
+// repeat, so a message delivered twice changes nothing the second time.
 type Worker struct {
 	Store    store.Store
 	Outcomes store.Outcomes
@@ -44,27 +45,81 @@ func (w *Worker) now() time.Time {
 // Handle applies one message body. ErrPoison means it can never succeed;
 // any other error is worth a retry.
 func (w *Worker) Handle(ctx context.Context, raw []byte) error {
-	b, err := Decode(raw)
-	if err != nil {
-		return err
-	}
-	switch b.Kind {
-	case KindUsage:
-		return w.record(ctx, *b.Usage)
-	default:
-		return w.reconcile(ctx, *b.Reconcile)
-	}
+	return w.HandleBatch(ctx, [][]byte{raw})[0]
 }
 
-// record counts a served call in its platform's minute, once.
-func (w *Worker) record(ctx context.Context, e Event) error {
-	if !e.Served || e.Platform == "" || w.Outcomes == nil {
-		return nil
+// HandleBatch applies message bodies: the usage events among them in one
+// store call (Outcomes.RecordUsage), each reconciliation on its own. It
+// returns one error per body, nil for the ones applied: ErrPoison for a
+// body that can never be, and the store's error for every usage event
+// when their call fails (the store counts each request once, so applying
+// them all again is safe).
+func (w *Worker) HandleBatch(ctx context.Context, bodies [][]byte) []error {
+	return w.handleBatch(ctx, bodies, nil)
+}
+
+// errNoTime marks a message the invocation had no time left to try.
+var errNoTime = errors.New("usage: no time left in the invocation")
+
+// handleBatch is HandleBatch; before each store call it asks timeLeft
+// (nil: always), and a message it cannot try fails with errNoTime.
+func (w *Worker) handleBatch(ctx context.Context, bodies [][]byte, timeLeft func() bool) []error {
+	errs := make([]error, len(bodies))
+	var records []store.UsageRecord
+	var counted []int // the bodies behind records
+	for i, raw := range bodies {
+		b, err := Decode(raw)
+		switch {
+		case err != nil:
+			errs[i] = err
+		case b.Kind == KindUsage:
+			if r, ok := RecordOf(*b.Usage); ok && w.Outcomes != nil {
+				records, counted = append(records, r), append(counted, i)
+			}
+		case timeLeft != nil && !timeLeft():
+			errs[i] = errNoTime
+		default:
+			rctx, cancel := context.WithTimeout(ctx, recordTimeout)
+			errs[i] = w.reconcile(rctx, *b.Reconcile)
+			cancel()
+		}
 	}
-	o := store.Outcome{Platform: e.Platform, Status: e.Status, ErrorType: e.ErrorType,
-		Latency: time.Duration(e.LatencyMS * float64(time.Millisecond))}
-	_, err := w.Outcomes.RecordOutcome(ctx, e.RequestID, o, e.At)
-	return err
+	if len(records) == 0 {
+		return errs
+	}
+	var err error
+	if timeLeft != nil && !timeLeft() {
+		err = errNoTime
+	} else {
+		rctx, cancel := context.WithTimeout(ctx, recordTimeout)
+		_, err = w.Outcomes.RecordUsage(rctx, records, w.now())
+		cancel()
+	}
+	for _, i := range counted {
+		errs[i] = err
+	}
+	return errs
+}
+
+// RecordOf is what the worker counts of a usage event; false when it
+// counts nowhere. Its platform outcome: a served /v1 data call, what
+// /v1/status counts. Its account usage: a call of the account's own (not a
+// composite's leg, which its composite's call stands for, and not the
+// sandbox), under the endpoint the ledger names, with the credits it was
+// charged (0 while a charge is pending) and whether it failed.
+func RecordOf(e Event) (store.UsageRecord, bool) {
+	r := store.UsageRecord{RequestID: e.RequestID, At: e.At}
+	if e.Served && e.Platform != "" {
+		r.Outcome = &store.Outcome{Platform: e.Platform, Status: e.Status, ErrorType: e.ErrorType,
+			Latency: time.Duration(e.LatencyMS * float64(time.Millisecond))}
+	}
+	if e.AccountID != "" && e.Endpoint != "" && e.ParentRequestID == "" && !e.Sandbox {
+		r.AccountID, r.Endpoint, r.Failed = e.AccountID, e.Endpoint, e.Status >= 400
+		if e.Credits != nil {
+			r.Credits = *e.Credits
+		}
+	}
+	return r, r.Counts()
 }
 
 // reconcile finishes a call's billing. The store's writes are conditional
@@ -97,30 +152,38 @@ func (w *Worker) reconcile(ctx context.Context, r Reconciliation) error {
 	return err
 }
 
-// recordTimeout bounds one message, so one slow record cannot use up the
-// invocation and send the whole batch back.
+// recordTimeout bounds one store call (a reconciliation, or a batch's
+// usage events), so one slow call cannot use up the invocation and send
+// the whole batch back.
 const recordTimeout = 10 * time.Second
 
-// HandleSQS is the worker function's SQS handler: each record is applied
-// on its own, and the ones that failed are reported as batch item failures
+// HandleSQS is the worker function's SQS handler: the batch's usage events
+// are counted in one store call, each reconciliation is applied on its
+// own, and the messages that failed are reported as batch item failures
 // so only they are redelivered (and, after the queue's bounded receives,
-// moved to the dead-letter queue). Records the invocation has no time left
-// for are reported failed without being tried.
+// moved to the dead-letter queue): every usage event when their call
+// failed. Messages the invocation has no time left for are reported
+// failed without being tried.
 func (w *Worker) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	var resp events.SQSEventResponse
-	for _, rec := range ev.Records {
-		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < time.Second {
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+	bodies := make([][]byte, len(ev.Records))
+	for i, rec := range ev.Records {
+		bodies[i] = []byte(rec.Body)
+	}
+	timeLeft := func() bool {
+		deadline, ok := ctx.Deadline()
+		return !ok || time.Until(deadline) >= time.Second
+	}
+	for i, err := range w.handleBatch(ctx, bodies, timeLeft) {
+		if err == nil {
 			continue
 		}
-		rctx, cancel := context.WithTimeout(ctx, recordTimeout)
-		err := w.Handle(rctx, []byte(rec.Body))
-		cancel()
-		if err != nil {
+		rec := ev.Records[i]
+		if !errors.Is(err, errNoTime) {
 			w.logger().Warn("message not applied", "message_id", rec.MessageId,
 				"receive_count", rec.Attributes["ApproximateReceiveCount"], "poison", errors.Is(err, ErrPoison), "error", err.Error())
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 		}
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 	}
 	return resp, nil
 }

@@ -19,6 +19,7 @@
 //	                                                  lease_pk S, lease_sk S (reserved only: LeaseIndex)
 //	usage mark   usage#<request id>    usage          expires_at N (a request counted: outcomes.go)
 //	outcomes     outcomes#<minute>     <platform>     requests N, errors N, h0..hN N, expires_at N
+//	acct usage   acctusage#<account>   <YYYY-MM-DD>#<endpoint>  calls N, credits N, errors N, expires_at N
 //	outbox       outbox#<n>            <nanos>#<id>   id, body B, created_at, expires_at N (outbox.go)
 //	outbox id    outboxid#<id>         outboxid       msg_pk, msg_sk, expires_at N
 //	allowance    allowance#<provider>#<YYYY-MM>  allowance  n N, expires_at N (allowance.go)

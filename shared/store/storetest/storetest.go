@@ -57,6 +57,10 @@ func Run(t *testing.T, newStore Factory) {
 		"OutcomesOncePerRequest":        testOutcomesOncePerRequest,
 		"Allowance":                     testAllowance,
 		"ConcurrentAllowance":           testConcurrentAllowance,
+		"UsageCountedOnce":              testUsageCountedOnce,
+		"UsageByDayAndEndpoint":         testUsageByDayAndEndpoint,
+		"UsageRefusesARecordWithoutID":  testUsageRefusesARecordWithoutID,
+		"ConcurrentUsageBatches":        testConcurrentUsageBatches,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -1531,7 +1535,7 @@ func testOutcomes(t *testing.T, s store.Store) {
 	record := func(at time.Time, status int, ms int) {
 		t.Helper()
 		out := store.Outcome{Platform: platform, Status: status, ErrorType: types[status], Latency: time.Duration(ms) * time.Millisecond}
-		if recorded, err := o.RecordOutcome(ctx, unique("req_"), out, at); err != nil || !recorded {
+		if recorded, err := recordOutcome(o, unique("req_"), out, at); err != nil || !recorded {
 			t.Errorf("record: %v %v", recorded, err)
 		}
 	}
@@ -1821,7 +1825,7 @@ func testOutcomesOncePerRequest(t *testing.T, s store.Store) {
 		go func(i int) {
 			defer wg.Done()
 			// Delivered twice, possibly in another second of the minute.
-			r, err := o.RecordOutcome(ctx, id, out, now.Add(-time.Duration(i%3)*time.Second))
+			r, err := recordOutcome(o, id, out, now.Add(-time.Duration(i%3)*time.Second))
 			if err != nil {
 				t.Error(err)
 			}
@@ -1838,22 +1842,22 @@ func testOutcomesOncePerRequest(t *testing.T, s store.Store) {
 		t.Errorf("%d requests and %d errors counted, want 1 and 1", n, e)
 	}
 	for _, other := range []string{unique("req_"), unique("req_")} {
-		if r, err := o.RecordOutcome(ctx, other, out, now); err != nil || !r {
+		if r, err := recordOutcome(o, other, out, now); err != nil || !r {
 			t.Errorf("another request: %v %v", r, err)
 		}
 	}
-	if r, err := o.RecordOutcome(ctx, id, out, now.Add(time.Minute)); err != nil || r {
+	if r, err := recordOutcome(o, id, out, now.Add(time.Minute)); err != nil || r {
 		t.Errorf("the same request a minute later: %v %v", r, err)
 	}
 	if n, _ := requests(now.Add(time.Minute)); n != 3 {
 		t.Errorf("%d requests counted, want 3", n)
 	}
-	if _, err := o.RecordOutcome(ctx, "", out, now); !errors.Is(err, store.ErrInvalid) {
+	if _, err := recordOutcome(o, "", out, now); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("no request id: %v", err)
 	}
 	// Past the window the id is forgotten.
 	after := now.Add(store.OutcomeDedupWindow + time.Minute)
-	if r, err := o.RecordOutcome(ctx, id, out, after); err != nil || !r {
+	if r, err := recordOutcome(o, id, out, after); err != nil || !r {
 		t.Errorf("the same request after the window: %v %v", r, err)
 	}
 	if n, _ := requests(after); n != 1 {
