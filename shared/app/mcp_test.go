@@ -152,7 +152,7 @@ func TestMCPToolsCoverTheRegistry(t *testing.T) {
 			}
 		}
 	}
-	for _, free := range []string{"utility__endpoints", "utility__endpoint", "credits__balance", "credits__transactions"} {
+	for _, free := range []string{"utility__endpoints", "utility__endpoint", "credits__balance", "credits__transactions", "credits__usage"} {
 		if listed[free] == nil {
 			t.Errorf("no free tool %s", free)
 		}

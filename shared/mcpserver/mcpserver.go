@@ -33,9 +33,10 @@ import (
 const Version = "1.0.0"
 
 // freeTools are the service-owned endpoints offered as tools next to the
-// data endpoints (issue: catalogue, one endpoint, balance, transactions),
-// and the AI-assist recall an agent needs after exclude or fit.
-var freeTools = []string{"utility/endpoints", "utility/endpoint", "credits/balance", "credits/transactions", "assist/recall"}
+// data endpoints (issue: catalogue, one endpoint, balance, transactions;
+// an agent watching its spend also reads usage), and the AI-assist recall
+// an agent needs after exclude or fit.
+var freeTools = []string{"utility/endpoints", "utility/endpoint", "credits/balance", "credits/transactions", "credits/usage", "assist/recall"}
 
 // forwarded are the request headers a tool call carries over from the MCP
 // request: the key (either form), and what identifies the client.

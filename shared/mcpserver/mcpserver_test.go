@@ -157,7 +157,7 @@ func TestMCPOutputSchemas(t *testing.T) {
 	for _, tool := range mcpserver.Tools(registry.Default(), mcpserver.Options{Schemas: schemas.For}) {
 		tools[tool.Tool.Name] = tool.Tool
 	}
-	for _, name := range []string{"utility__endpoints", "utility__endpoint", "credits__balance", "credits__transactions"} {
+	for _, name := range []string{"utility__endpoints", "utility__endpoint", "credits__balance", "credits__transactions", "credits__usage"} {
 		if tools[name] == nil || tools[name].OutputSchema != nil {
 			t.Errorf("%s: want a tool without an output schema", name)
 		}

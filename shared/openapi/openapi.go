@@ -300,8 +300,11 @@ func typed(p *registry.Param, v string) any {
 // a data endpoint's data may also be a dry-run estimate.
 func successSchema(e *registry.Endpoint, schemas DataSchemas, defs obj) obj {
 	data := anyObject()
-	if e.Platform == "status" && e.ID == "" {
+	switch e.Key() {
+	case "status":
 		data = ref("Status")
+	case "credits/usage":
+		data = ref("CreditsUsage")
 	}
 	if raw, ok := schemas(e.Key()); ok && e.Kind == registry.Data {
 		if s, err := embeddable(raw); err == nil {
@@ -311,6 +314,47 @@ func successSchema(e *registry.Endpoint, schemas DataSchemas, defs obj) obj {
 		}
 	}
 	return obj{"allOf": []any{ref("SuccessEnvelope"), obj{"type": "object", "properties": obj{"data": data}}}}
+}
+
+// creditsUsageSchema is GET /v1/credits/usage's data: the account's calls,
+// credits and errors per UTC day and per endpoint.
+func creditsUsageSchema() obj {
+	count := obj{"type": "integer", "minimum": 0}
+	rate := obj{"type": "number", "minimum": 0, "maximum": 1, "description": "errors / calls; 0 without calls."}
+	date := obj{"type": "string", "format": "date", "description": "A UTC day."}
+	counts := func(description string, extra obj, required ...string) obj {
+		props := obj{"calls": count, "credits": count, "errors": count}
+		for k, v := range extra {
+			props[k] = v
+		}
+		return obj{"type": "object", "description": description, "properties": props,
+			"required": append([]any{"calls", "credits", "errors"}, toAny(required)...)}
+	}
+	return obj{
+		"type":        "object",
+		"description": "The account's usage over the last days_count UTC days (today included), as counted from usage events shortly after each call.",
+		"required":    []any{"from", "to", "days_count", "totals", "days", "endpoints", "items"},
+		"properties": obj{
+			"from":       date,
+			"to":         date,
+			"days_count": obj{"type": "integer", "minimum": 1},
+			"totals":     counts("Every call of the days.", obj{"error_rate": rate}, "error_rate"),
+			"days": obj{"type": "array", "description": "One entry per day, oldest first, zero when there were no calls.",
+				"items": counts("One day.", obj{"date": date}, "date")},
+			"endpoints": obj{"type": "array", "description": "One entry per endpoint called, most calls first.",
+				"items": counts("One endpoint over the days.", obj{"endpoint": obj{"type": "string", "examples": []any{"/v1/company_registry/search"}}, "error_rate": rate}, "endpoint", "error_rate")},
+			"items": obj{"type": "array", "description": "Each day and endpoint with calls, by date, then endpoint.",
+				"items": counts("One endpoint on one day.", obj{"date": date, "endpoint": obj{"type": "string"}}, "date", "endpoint")},
+		},
+	}
+}
+
+func toAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
 }
 
 func baseSchemas() obj {
@@ -340,6 +384,7 @@ func baseSchemas() obj {
 				}},
 			},
 		},
+		"CreditsUsage": creditsUsageSchema(),
 		"BatchRequest": obj{
 			"type":     "object",
 			"required": []any{"requests"},

@@ -41,6 +41,7 @@ func TestOnDynamoDB(t *testing.T) {
 		"ConcurrentPaidCallsNeverOverspend":            testConcurrentPaidCallsNeverOverspend,
 		"KeysAreCheckedOnEveryRequest":                 testKeysAreCheckedOnEveryRequest,
 		"CreditsEndpoints":                             testCreditsEndpoints,
+		"CreditsUsageReportsTheWorkersCounts":          testCreditsUsageReportsTheWorkersCounts,
 		"DryRunChargesNothing":                         testDryRunChargesNothing,
 		"UpstreamFaultMatrix":                          testUpstreamFaultMatrix,
 		"UpstreamFailover":                             testUpstreamFailover,

@@ -204,6 +204,7 @@ func New(cfg Config) *Pipeline {
 	builtins["batch"] = p.batch
 	if cfg.Outcomes != nil {
 		builtins["status"] = p.statusHandler
+		builtins["credits/usage"] = p.usageHandler
 	}
 	if cfg.Upstream != nil {
 		for _, key := range cfg.Upstream.Endpoints() {

@@ -544,6 +544,15 @@ var service = []Endpoint{
 		},
 	},
 	{
+		Platform: "credits", ID: "usage", Family: Service, Kind: ServiceOwned, Origin: Addition,
+		Name: "Credit usage", Description: "The account's calls, credits spent and errors per UTC day (today included) and per endpoint, " +
+			"with totals and error rates. Counted from usage events shortly after each call; free.",
+		Params: []Param{P("days", Integer, "Days to report, ending today (UTC), 1-30.").Range(1, 30).Def("30")},
+		Decision: "Beyond spec 4.2: the ledger lists charges one by one, this sums an account's calls per day and endpoint " +
+			"(every call with a resolved endpoint, free and failed ones included; a composite's legs count as its one call; the sandbox not), " +
+			"zero-filled day by day, for clients and the console to chart spend and error rates. Kept 62 days; days 1-30.",
+	},
+	{
 		Platform: "status", ID: "", Family: Service, Kind: ServiceOwned, Origin: SpecListed,
 		Name: "Status", Description: "Per-platform requests, error rate, p50 and p95 latency and state over the last 15 minutes.",
 	},

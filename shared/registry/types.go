@@ -138,9 +138,9 @@ const (
 	SpecNamed Origin = "named"
 	// Derived: added by Meridian (platform indexes, retired aliases).
 	Derived Origin = "derived"
-	// Addition: a data operation beyond the specification (the creator
-	// building blocks the composite operations are built from); Decision
-	// says why, and the catalogue marks it.
+	// Addition: an operation beyond the specification (the creator
+	// building blocks the composite operations are built from, and the
+	// free credits/usage); Decision says why, and the catalogue marks it.
 	Addition Origin = "addition"
 )
 
