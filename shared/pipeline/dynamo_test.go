@@ -28,7 +28,7 @@ func TestOnDynamoDB(t *testing.T) {
 		"InProgressComesBeforeReuse":                   testInProgressComesBeforeReuse,
 		"RateLimitWindow":                              testRateLimitWindow,
 		"ConcurrencyLimit":                             testConcurrencyLimit,
-		"LimitsHoldUnderContention":                    testLimitsHoldUnderContention,
+		"LimitsHoldUnderContention":                    func(t *testing.T, f billedFactory) { testLimitsHoldUnderContention(t, f, false) },
 		"FairUseCeiling":                               testFairUseCeiling,
 		"FairUseCountsAttemptsNotCacheHits":            testFairUseCountsAttemptsNotCacheHits,
 		"ConsoleKeyLifecycle":                          testConsoleKeyLifecycle,
@@ -62,5 +62,5 @@ func TestOnDynamoDB(t *testing.T) {
 func TestLimitsHoldWhileDynamoDBThrottles(t *testing.T) {
 	testLimitsHoldUnderContention(t, func(t *testing.T, credits int64, limit *int64, mutate ...func(*Config)) *billed {
 		return newBilledOn(t, dynamotest.NewStoreWith(t, dynamotest.ThrottleWrites("keyhash#", 3)), credits, limit, mutate...)
-	})
+	}, true)
 }

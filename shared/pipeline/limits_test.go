@@ -121,7 +121,7 @@ func testConcurrencyLimit(t *testing.T, newBilled billedFactory) {
 	}
 }
 
-func TestLimitsHoldUnderContention(t *testing.T) { testLimitsHoldUnderContention(t, newBilled) }
+func TestLimitsHoldUnderContention(t *testing.T) { testLimitsHoldUnderContention(t, newBilled, false) }
 
 // testLimitsHoldUnderContention floods one key with 300 requests at once,
 // half of them with an Idempotency-Key (their slot taken by a second
@@ -132,7 +132,12 @@ func TestLimitsHoldUnderContention(t *testing.T) { testLimitsHoldUnderContention
 // entries back: an admitted request's x-ratelimit-remaining counts every
 // request recorded at that instant, refusals not yet taken back included,
 // so two admissions may report the same figure; never one above the truth.
-func testLimitsHoldUnderContention(t *testing.T, newBilled billedFactory) {
+//
+// throttled: the store refuses some writes (injected throttling), so a
+// refusal's take-back may fail for good and keep counting (the documented
+// worst case, ARCHITECTURE "Limits"): the window may then count more than
+// was admitted, never less.
+func testLimitsHoldUnderContention(t *testing.T, newBilled billedFactory, throttled bool) {
 	rules := store.LimitRules{Rate: 250, Window: time.Minute, Concurrency: 25, Lease: 2 * time.Minute}
 	b := newBilled(t, 1000, nil, withLimits, func(c *Config) { c.LimitRules = rules })
 	const n = 300
@@ -180,8 +185,15 @@ func testLimitsHoldUnderContention(t *testing.T, newBilled billedFactory) {
 		if r.code != 429 || r.details()["reason"] != "rate_limit" {
 			t.Fatalf("a full window: %d %s", r.code, r.raw)
 		}
-	} else if r.header.Get("x-ratelimit-remaining") != strconv.Itoa(rules.Rate-admitted-1) {
-		t.Fatalf("after %d admissions: %d %v", admitted, r.code, r.header)
+	} else {
+		remaining, err := strconv.Atoi(r.header.Get("x-ratelimit-remaining"))
+		want := rules.Rate - admitted - 1
+		if err != nil || remaining > want || (!throttled && remaining != want) {
+			t.Fatalf("after %d admissions: %d %v, want remaining %d", admitted, r.code, r.header, want)
+		}
+		if remaining < want {
+			t.Logf("%d refusals' take-backs were throttled for good and still count", want-remaining)
+		}
 	}
 	t.Logf("%d admitted, %d succeeded, %d refused", admitted, ok, n-ok)
 }

@@ -245,13 +245,13 @@ func (s *Store) UpdateKey(ctx context.Context, accountID, keyID string, c store.
 	}
 	upd := expression.Set(expression.Name("updated_at"), expression.Value(s.now()))
 	if c.Name != nil {
-		upd.Set(expression.Name("name"), expression.Value(*c.Name))
+		upd = upd.Set(expression.Name("name"), expression.Value(*c.Name))
 	}
 	if c.SetLimit {
 		if c.CreditLimit == nil {
-			upd.Remove(expression.Name("credit_limit"))
+			upd = upd.Remove(expression.Name("credit_limit"))
 		} else {
-			upd.Set(expression.Name("credit_limit"), expression.Value(*c.CreditLimit))
+			upd = upd.Set(expression.Name("credit_limit"), expression.Value(*c.CreditLimit))
 		}
 	}
 	cond := expression.AttributeExists(expression.Name(AttrPK)).
