@@ -70,7 +70,7 @@ var (
 	UseAccounts = TableUse{
 		Name: "accounts",
 		Why: "CreateAccount, Grant, CreateKey, SetKeyStatus (GetItem, TransactWriteItems of Put and Update); " +
-			"UpdateKey (UpdateItem); Keys, Ledger, OutcomesSince for /v1/status, AccountUsage for /v1/credits/usage (Query); AccountByConsoleToken (GetItem); " +
+			"UpdateKey (UpdateItem); Keys, Ledger, OutcomesSince for /v1/status, AccountUsage for /v1/credits/usage (Query; Keys also reads the keys' hash records for their last use: BatchGetItem, granted with the request use); AccountByConsoleToken (GetItem); " +
 			"the catalogue's capacity of limited-capacity endpoints (AllowanceUsed: GetItem)",
 		Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"},
 	}

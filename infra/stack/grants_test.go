@@ -483,6 +483,11 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 					t.Errorf("console key not created: %d %s", code, body)
 				}
 				c.do(http.MethodGet, "/console/keys", nil, bearer...)
+				c.do(http.MethodGet, "/console/ledger?limit=5", nil, bearer...)
+				c.do(http.MethodGet, "/console/usage?days=7", nil, bearer...)
+				c.do(http.MethodGet, "/console/status", nil, bearer...)
+				c.do(http.MethodGet, "/console/", nil)
+				c.do(http.MethodPost, "/console/session", map[string]any{"token": consoleToken})
 				admin := []string{"x-admin-token", adminToken}
 				code, body = c.do(http.MethodPost, "/admin/accounts", map[string]any{"credits": 5}, admin...)
 				var account struct {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -30,18 +31,19 @@ const maxConsoleBody = 64 << 10
 
 // keyView is a key as the console shows it: never the full key.
 type keyView struct {
-	ID          string    `json:"id"`
-	Name        string    `json:"name"`
-	Prefix      string    `json:"prefix"`
-	Last4       string    `json:"last4"`
-	Status      string    `json:"status"`
-	CreditLimit *int64    `json:"credit_limit"`
-	CreditsUsed int64     `json:"credits_used"`
-	CreatedAt   time.Time `json:"created_at"`
+	ID          string     `json:"id"`
+	Name        string     `json:"name"`
+	Prefix      string     `json:"prefix"`
+	Last4       string     `json:"last4"`
+	Status      string     `json:"status"`
+	CreditLimit *int64     `json:"credit_limit"`
+	CreditsUsed int64      `json:"credits_used"`
+	CreatedAt   time.Time  `json:"created_at"`
+	LastUsedAt  *time.Time `json:"last_used_at"`
 }
 
 func viewOf(k store.Key) keyView {
-	return keyView{k.ID, k.Name, k.Prefix, k.Last4, string(k.Status), k.CreditLimit, k.CreditsUsed, k.CreatedAt.UTC()}
+	return keyView{k.ID, k.Name, k.Prefix, k.Last4, string(k.Status), k.CreditLimit, k.CreditsUsed, k.CreatedAt.UTC(), k.LastUsedAt}
 }
 
 // newKeyView is the one response that carries the full key.
@@ -51,23 +53,32 @@ type newKeyView struct {
 }
 
 func (p *Pipeline) serveConsole(x *exchange, path string) {
+	if servePage(x, path) {
+		return
+	}
 	if p.cfg.Store == nil {
 		x.fail(envelope.New(envelope.EndpointNotAvailable, http.StatusNotImplemented, "The console needs a store.", nil))
 		return
 	}
-	token := bearerToken(x.r)
+	if strings.TrimSuffix(path, "/") == "/console/session" {
+		p.consoleSession(x)
+		return
+	}
+	token, fromCookie := consoleCredential(x.r)
 	if token == "" {
-		x.fail(unauthorized("missing_console_token", "Send the console token as Authorization: Bearer."))
+		x.fail(unauthorized("missing_console_token", "Send the console token as Authorization: Bearer, or sign in at /console/."))
 		return
 	}
-	acct, err := p.cfg.Store.AccountByConsoleToken(x.r.Context(), auth.Hash(token))
-	if errors.Is(err, store.ErrNotFound) {
-		x.fail(unauthorized("invalid_console_token", "The console token is not valid."))
+	acct, e := p.consoleAccount(x, token)
+	if e != nil {
+		x.fail(e)
 		return
 	}
-	if err != nil {
-		x.fail(p.internal(x, "console token lookup", err))
-		return
+	if fromCookie && !safeMethod(x.r.Method) {
+		if e := forged(x.r, token); e != nil {
+			x.fail(e)
+			return
+		}
 	}
 	rest := strings.TrimSuffix(strings.TrimPrefix(path, "/console"), "/")
 	segs := strings.Split(strings.Trim(rest, "/"), "/")
@@ -84,6 +95,12 @@ func (p *Pipeline) serveConsole(x *exchange, path string) {
 		p.consoleOverview(x, acct)
 	case rest == "/keys" && m == http.MethodGet:
 		p.consoleKeys(x, acct)
+	case rest == "/usage" && m == http.MethodGet:
+		p.consoleUsage(x, acct)
+	case rest == "/ledger" && m == http.MethodGet:
+		p.consoleLedger(x, acct)
+	case rest == "/status" && m == http.MethodGet:
+		p.consoleStatus(x)
 	case rest == "/keys" && m == http.MethodPost:
 		p.consoleCreateKey(x, acct)
 	case len(segs) == 2 && segs[0] == "keys" && m == http.MethodPatch:
@@ -145,6 +162,7 @@ func (p *Pipeline) consoleOverview(x *exchange, acct store.Account) {
 		views = append(views, viewOf(k))
 	}
 	body["keys"] = views
+	body["spend_this_month"] = p.monthSpend(x, acct.ID)
 	writeConsole(x, http.StatusOK, body)
 }
 
@@ -443,10 +461,103 @@ func writeConsole(x *exchange, status int, body any) {
 		x.fail(envelope.Internal())
 		return
 	}
+	// An answer may hold a new key or token, or an account's figures: no
+	// cache keeps it.
+	x.w.Header().Set("cache-control", "no-store")
 	envelope.WriteJSON(x.w, status, x.requestID, nil, nil, raw)
 }
 
 func (p *Pipeline) internal(x *exchange, what string, err error) *envelope.Error {
 	p.cfg.Logger.Error(what+" failed", "request_id", x.requestID, "error", auth.Redact(err.Error()))
 	return envelope.Internal()
+}
+
+// consoleRequestID is the form of a request id the ledger filter takes.
+var consoleRequestID = regexp.MustCompile(`^req_[A-Za-z0-9]{1,64}$`)
+
+// consoleLedger is GET /console/ledger: the page of GET
+// /v1/credits/transactions, with the same limit (1-100, 20), cursor and
+// request_id.
+func (p *Pipeline) consoleLedger(x *exchange, acct store.Account) {
+	q := x.r.URL.Query()
+	limit := 20
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			x.fail(fieldError("limit", "out_of_range", "limit is a whole number from 1 to 100."))
+			return
+		}
+		limit = n
+	}
+	requestID := strings.TrimSpace(q.Get("request_id"))
+	if requestID != "" && !consoleRequestID.MatchString(requestID) {
+		x.fail(fieldError("request_id", "invalid_format", "request_id is a request id such as req_0192..."))
+		return
+	}
+	page, e := ledgerPage(x.r.Context(), p.cfg.Store, acct.ID, store.LedgerQuery{Limit: limit, Cursor: q.Get("cursor"), RequestID: requestID})
+	if e != nil {
+		x.fail(e)
+		return
+	}
+	writeConsole(x, http.StatusOK, page)
+}
+
+// consoleStatus is GET /console/status: /v1/status's figures.
+func (p *Pipeline) consoleStatus(x *exchange) {
+	if p.cfg.Outcomes == nil {
+		x.fail(envelope.New(envelope.EndpointNotAvailable, http.StatusNotImplemented, "This deployment keeps no status figures.", nil))
+		return
+	}
+	st, e := p.platformStatus(x.r.Context())
+	if e != nil {
+		x.fail(e)
+		return
+	}
+	writeConsole(x, http.StatusOK, st)
+}
+
+// monthSpend is the credits the account's calls were charged since the
+// first of this month (UTC), from the worker's usage counts; nil when
+// this deployment keeps none or they cannot be read (the overview still
+// answers).
+func (p *Pipeline) monthSpend(x *exchange, accountID string) *int64 {
+	if p.cfg.Outcomes == nil {
+		return nil
+	}
+	now := p.cfg.Now().UTC()
+	first := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	days, err := p.cfg.Outcomes.AccountUsage(x.r.Context(), accountID, first, now)
+	if err != nil {
+		p.cfg.Logger.Warn("month spend unread", "request_id", x.requestID, "error", err.Error())
+		return nil
+	}
+	var spent int64
+	for _, d := range days {
+		spent += d.Credits
+	}
+	return &spent
+}
+
+// consoleUsage is GET /console/usage: GET /v1/credits/usage's figures,
+// with the same days (1-30, 30).
+func (p *Pipeline) consoleUsage(x *exchange, acct store.Account) {
+	if p.cfg.Outcomes == nil {
+		x.fail(envelope.New(envelope.EndpointNotAvailable, http.StatusNotImplemented, "This deployment keeps no usage figures.", nil))
+		return
+	}
+	days := 30
+	if v := x.r.URL.Query().Get("days"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 30 {
+			x.fail(fieldError("days", "out_of_range", "days is a whole number from 1 to 30."))
+			return
+		}
+		days = n
+	}
+	u, err := accountUsage(x.r.Context(), p.cfg.Outcomes, acct.ID, days, p.cfg.Now())
+	if err != nil {
+		x.fail(p.internal(x, "usage read", err))
+		return
+	}
+	writeConsole(x, http.StatusOK, u)
 }

@@ -55,29 +55,35 @@ type ledgerData struct {
 func transactionsHandler(s store.Store) Handler {
 	return func(ctx context.Context, c *Call) (any, *envelope.Error) {
 		limit, _ := strconv.Atoi(c.Params.Values["limit"])
-		page, err := s.Ledger(ctx, c.Principal.AccountID, store.LedgerQuery{
+		return ledgerPage(ctx, s, c.Principal.AccountID, store.LedgerQuery{
 			Limit: limit, Cursor: c.Params.Values["cursor"], RequestID: c.Params.Values["request_id"],
 		})
-		if errors.Is(err, store.ErrBadCursor) {
-			return nil, envelope.New(envelope.InvalidParameters, http.StatusUnprocessableEntity,
-				"cursor is not a cursor from this ledger; pass back the value a previous page returned.",
-				map[string]any{"field": "cursor", "reason": "invalid_cursor"})
-		}
-		if err != nil {
-			return nil, envelope.Internal()
-		}
-		out := ledgerData{Items: make([]ledgerEntry, 0, len(page.Entries)), Count: len(page.Entries), HasMore: page.NextCursor != ""}
-		if page.NextCursor != "" {
-			out.Cursor = &page.NextCursor
-		}
-		for _, e := range page.Entries {
-			out.Items = append(out.Items, ledgerEntry{
-				ID: e.ID, Type: string(e.Type), Amount: e.Amount, BalanceAfter: e.BalanceAfter, RequestID: e.RequestID,
-				Endpoint: optional(e.Endpoint), KeyPrefix: optional(e.KeyPrefix), Note: optional(e.Note), CreatedAt: e.CreatedAt.UTC(),
-			})
-		}
-		return out, nil
 	}
+}
+
+// ledgerPage is one page of an account's ledger, as both
+// /v1/credits/transactions and the console show it.
+func ledgerPage(ctx context.Context, s store.Store, accountID string, q store.LedgerQuery) (ledgerData, *envelope.Error) {
+	page, err := s.Ledger(ctx, accountID, q)
+	if errors.Is(err, store.ErrBadCursor) {
+		return ledgerData{}, envelope.New(envelope.InvalidParameters, http.StatusUnprocessableEntity,
+			"cursor is not a cursor from this ledger; pass back the value a previous page returned.",
+			map[string]any{"field": "cursor", "reason": "invalid_cursor"})
+	}
+	if err != nil {
+		return ledgerData{}, envelope.Internal()
+	}
+	out := ledgerData{Items: make([]ledgerEntry, 0, len(page.Entries)), Count: len(page.Entries), HasMore: page.NextCursor != ""}
+	if page.NextCursor != "" {
+		out.Cursor = &page.NextCursor
+	}
+	for _, e := range page.Entries {
+		out.Items = append(out.Items, ledgerEntry{
+			ID: e.ID, Type: string(e.Type), Amount: e.Amount, BalanceAfter: e.BalanceAfter, RequestID: e.RequestID,
+			Endpoint: optional(e.Endpoint), KeyPrefix: optional(e.KeyPrefix), Note: optional(e.Note), CreatedAt: e.CreatedAt.UTC(),
+		})
+	}
+	return out, nil
 }
 
 func optional(s string) *string {

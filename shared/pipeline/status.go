@@ -20,11 +20,17 @@ type statusData struct {
 }
 
 func (p *Pipeline) statusHandler(ctx context.Context, _ *Call) (any, *envelope.Error) {
+	return p.platformStatus(ctx)
+}
+
+// platformStatus is the status of every data platform, as /v1/status and
+// the console show it.
+func (p *Pipeline) platformStatus(ctx context.Context) (statusData, *envelope.Error) {
 	now := p.cfg.Now()
 	minutes, err := p.cfg.Outcomes.OutcomesSince(ctx, now.Add(-store.StatusWindow), now)
 	if err != nil {
 		p.cfg.Logger.Error("status read failed", "error", err.Error())
-		return nil, envelope.Internal()
+		return statusData{}, envelope.Internal()
 	}
 	out := statusData{WindowMinutes: int(store.StatusWindow / time.Minute), GeneratedAt: now.UTC(), Platforms: []store.PlatformStatus{}}
 	seen := map[string]bool{}

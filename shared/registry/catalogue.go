@@ -594,7 +594,8 @@ var Surfaces = []Surface{
 	{"ANY", "/sandbox/{proxy+}", Sandbox, "Free synthetic twins of the data endpoints."},
 	{http.MethodGet, "/docs/errors", Service, "The errors reference that error.doc_url anchors into."},
 	{http.MethodGet, "/docs/ai-labels", Service, "The AI-assist label set, its values, confidence and rules (spec 4.5)."},
-	{"ANY", "/console/{proxy+}", Service, "Console API: an account's keys and balance (Bearer console token)."},
+	{http.MethodGet, "/console", Service, "Console web page (also at /console/): sign in with the console token."},
+	{"ANY", "/console/{proxy+}", Service, "Console page files (/console/assets/...), session (/console/session) and console API: an account's keys, balance, ledger, usage and status (Bearer console token or the page's session cookie)."},
 	{"ANY", "/admin", Service, "Operator API root (x-admin-token; IAM-protected in AWS)."},
 	{"ANY", "/admin/{proxy+}", Service, "Operator API: accounts and grants (x-admin-token; IAM-protected in AWS)."},
 }

@@ -1,0 +1,542 @@
+// Meridian console: one page over the console API (/console/...). The
+// session is an HttpOnly cookie the page cannot read; every change sends
+// the session's CSRF token. Data is put in the page as text, never as HTML.
+'use strict';
+
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const views = ['overview', 'keys', 'ledger', 'usage', 'status'];
+  let csrf = '';
+  let signedIn = false;
+
+  class ApiError extends Error {
+    constructor(message, requestId, status, type, details) {
+      super(message);
+      this.requestId = requestId;
+      this.status = status;
+      this.type = type;
+      this.details = details || {};
+    }
+  }
+
+  // api calls the console API and returns its JSON, or throws ApiError
+  // with the error envelope's message and request id.
+  async function api(method, path, body) {
+    const headers = { accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (method !== 'GET') headers['x-csrf-token'] = csrf;
+    let res;
+    try {
+      res = await fetch(path, {
+        method, headers, credentials: 'same-origin', cache: 'no-store',
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (e) {
+      throw new ApiError('The console could not reach the API (' + e.message + ').', '', 0, '', {});
+    }
+    let json = null;
+    try { json = await res.json(); } catch (_) { json = null; }
+    if (!res.ok) {
+      const err = (json && json.error) || {};
+      throw new ApiError(err.message || ('The API answered HTTP ' + res.status + '.'),
+        (json && json.request_id) || res.headers.get('x-request-id') || '', res.status, err.type || '', err.details);
+    }
+    return json;
+  }
+
+  // ---- messages ----------------------------------------------------------
+
+  function showError(e, extra) {
+    if (!(e instanceof ApiError)) e = new ApiError(String(e && e.message || e), '', 0, '', {});
+    const reason = e.details && e.details.reason;
+    if (e.status === 401 && (reason === 'invalid_console_token' || reason === 'missing_console_token') && signedIn) {
+      signedOutView();
+    }
+    $('alert').classList.remove('info');
+    $('alert-message').textContent = e.message + (extra ? ' ' + extra : '');
+    $('alert-request-id').textContent = e.requestId || '(none)';
+    $('alert-request-id').parentElement.hidden = !e.requestId;
+    $('alert').hidden = false;
+    $('alert').focus();
+  }
+
+  function clearError() { $('alert').hidden = true; }
+
+  $('alert').tabIndex = -1;
+  $('alert-close').addEventListener('click', clearError);
+
+  // ---- formatting ----------------------------------------------------------
+
+  const nf = new Intl.NumberFormat('en-US');
+  const num = (n) => (n === null || n === undefined ? '–' : nf.format(n));
+  function when(s) {
+    if (!s) return 'never';
+    const d = new Date(s);
+    if (isNaN(d) || d.getUTCFullYear() < 2000) return 'never';
+    return d.toISOString().slice(0, 16).replace('T', ' ') + ' UTC';
+  }
+  const pct = (r) => (r * 100).toFixed(r > 0 && r < 0.1 ? 1 : 0) + '%';
+
+  function el(tag, attrs, ...children) {
+    const n = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'class') n.className = v;
+      else if (k === 'text') n.textContent = v;
+      else if (k.startsWith('on')) n.addEventListener(k.slice(2), v);
+      else n.setAttribute(k, v === true ? '' : v);
+    }
+    for (const c of children) if (c !== null && c !== undefined) n.append(c);
+    return n;
+  }
+
+  // ---- the one-time key reveal ---------------------------------------------
+
+  function reveal(container, fullKey, what) {
+    container.replaceChildren();
+    const code = el('code', { id: 'revealed-key', text: fullKey });
+    const copied = el('span', { class: 'muted', 'aria-live': 'polite' });
+    const copy = el('button', {
+      type: 'button', id: 'copy-key', text: 'Copy',
+      onclick: async () => {
+        try {
+          await navigator.clipboard.writeText(fullKey);
+        } catch (_) {
+          const range = document.createRange();
+          range.selectNodeContents(code);
+          const sel = window.getSelection();
+          sel.removeAllRanges();
+          sel.addRange(range);
+          document.execCommand('copy');
+        }
+        copied.textContent = 'Copied.';
+      },
+    });
+    const done = el('button', {
+      type: 'button', class: 'secondary', text: 'I have saved it',
+      onclick: () => container.replaceChildren(),
+    });
+    container.append(el('div', { class: 'card reveal', role: 'status', id: 'key-reveal' },
+      el('h2', { text: what }),
+      el('p', {}, el('strong', { text: 'Copy it now: you will not see it again.' }),
+        ' Only a hash is stored, so the key cannot be shown or recovered later.'),
+      el('div', { class: 'secret' }, code, copy, copied),
+      done));
+    copy.focus();
+  }
+
+  // ---- views ---------------------------------------------------------------
+
+  function showSection(name) {
+    for (const v of ['signin', ...views]) $('view-' + v).hidden = v !== name;
+    for (const a of document.querySelectorAll('#nav a')) {
+      if (a.dataset.view === name) a.setAttribute('aria-current', 'page');
+      else a.removeAttribute('aria-current');
+    }
+    $('loading').hidden = true;
+  }
+
+  async function route() {
+    if (!signedIn) return;
+    let name = location.hash.replace(/^#/, '');
+    if (!views.includes(name)) name = 'overview';
+    showSection(name);
+    const title = $('view-' + name).querySelector('h1');
+    document.title = title.textContent + ' · Meridian console';
+    try {
+      await loaders[name]();
+    } catch (e) {
+      showError(e);
+    }
+  }
+
+  const loaders = {
+    async overview() {
+      const o = await api('GET', '/console/overview');
+      $('ov-balance').textContent = num(o.credits_remaining);
+      $('ov-lifetime').textContent = num(o.credits_lifetime);
+      $('ov-changed').textContent = when(o.balance_changed_at);
+      $('ov-month').textContent = o.spend_this_month === null || o.spend_this_month === undefined ? '–' : num(o.spend_this_month);
+      $('ov-account').textContent = o.account_id;
+      const active = (o.keys || []).filter((k) => k.status === 'active').length;
+      $('ov-keys').textContent = active + ' active ' + (active === 1 ? 'key' : 'keys') + ' of 5';
+      if (o.new_key) reveal($('overview-new-key'), o.new_key.key, 'Your first API key');
+    },
+    keys: loadKeys,
+    ledger: () => loadLedger(),
+    usage: loadUsage,
+    async status() {
+      const s = await api('GET', '/console/status');
+      $('status-window').textContent = s.window_minutes;
+      $('status-at').textContent = 'as of ' + when(s.generated_at);
+      const list = $('status-list');
+      list.replaceChildren();
+      for (const p of s.platforms) {
+        const label = p.state.replace('_', ' ');
+        list.append(el('li', {},
+          el('div', { class: 'platform' }, el('span', { text: p.platform }), el('span', { class: 'badge ' + p.state, text: label })),
+          el('div', { class: 'figures', text: p.requests === 0 ? 'No requests' :
+            num(p.requests) + ' requests · ' + pct(p.error_rate) + ' errors · p50 ' + (p.p50_ms ?? '–') + ' ms · p95 ' + (p.p95_ms ?? '–') + ' ms' })));
+      }
+    },
+  };
+
+  // ---- keys ----------------------------------------------------------------
+
+  async function loadKeys() {
+    const r = await api('GET', '/console/keys');
+    const body = $('keys-table').tBodies[0];
+    body.replaceChildren();
+    if (r.items.length === 0) {
+      body.append(el('tr', {}, el('td', { colspan: 8, class: 'muted', text: 'No keys yet: create one above.' })));
+    }
+    for (const k of r.items) body.append(keyRow(k));
+  }
+
+  function keyRow(k) {
+    const shown = k.prefix + '…' + k.last4;
+    const name = k.name || '(unnamed)';
+    const act = (label, fn, cls) => el('button', {
+      type: 'button', class: cls || 'secondary', text: label, 'aria-label': label + ' key ' + name + ' (' + shown + ')',
+      onclick: async (ev) => {
+        ev.target.disabled = true;
+        try { await fn(); } catch (e) { showError(e); } finally { ev.target.disabled = false; }
+      },
+    });
+    const change = async (path, method) => {
+      clearError();
+      await api(method || 'POST', '/console/keys/' + encodeURIComponent(k.id) + path);
+      await loadKeys();
+    };
+    const actions = el('div', { class: 'actions' },
+      act('Edit', () => openEdit(k)),
+      k.status === 'active'
+        ? act('Revoke', () => change('/revoke'))
+        : act('Reactivate', () => change('/reactivate').catch((e) => { throw explainLimit(e); })),
+      act('Delete', () => openDelete(k), 'danger'));
+    return el('tr', { 'data-key-id': k.id, 'data-prefix': k.prefix },
+      el('td', { text: name }),
+      el('td', {}, el('code', { text: shown })),
+      el('td', {}, el('span', { class: 'badge ' + k.status, text: k.status })),
+      el('td', { text: k.credit_limit === null ? 'uncapped' : num(k.credit_limit) }),
+      el('td', { text: num(k.credits_used) }),
+      el('td', { text: when(k.created_at) }),
+      el('td', { text: when(k.last_used_at) }),
+      el('td', {}, actions));
+  }
+
+  // explainLimit adds what the five-active-keys rule means to its refusal.
+  function explainLimit(e) {
+    if (e instanceof ApiError && e.details.reason === 'active_key_limit') {
+      e.message += ' Each account may hold five active keys at once; revoked and deleted keys do not count, so revoke or delete one you no longer use, then try again.';
+    }
+    return e;
+  }
+
+  function limitValue(input) {
+    const v = input.value.trim();
+    return v === '' ? null : Number(v);
+  }
+
+  $('create-key-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    clearError();
+    const body = { name: $('new-key-name').value.trim() };
+    const limit = limitValue($('new-key-limit'));
+    if (limit !== null) body.credit_limit = limit;
+    const button = ev.submitter || ev.target.querySelector('button');
+    button.disabled = true;
+    try {
+      const k = await api('POST', '/console/keys', body);
+      ev.target.reset();
+      reveal($('keys-new-key'), k.key, 'New key “' + (k.name || '(unnamed)') + '”');
+      const copy = $('copy-key');
+      await loadKeys();
+      copy.focus();
+    } catch (e) {
+      showError(explainLimit(e));
+    } finally {
+      button.disabled = false;
+    }
+  });
+
+  let editing = null;
+  function openEdit(k) {
+    editing = k;
+    $('edit-name').value = k.name || '';
+    $('edit-limit').value = k.credit_limit === null ? '' : String(k.credit_limit);
+    $('edit-dialog').showModal();
+    $('edit-name').focus();
+  }
+  $('edit-cancel').addEventListener('click', () => $('edit-dialog').close());
+  $('edit-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const k = editing;
+    $('edit-dialog').close();
+    clearError();
+    try {
+      await api('PATCH', '/console/keys/' + encodeURIComponent(k.id),
+        { name: $('edit-name').value.trim(), credit_limit: limitValue($('edit-limit')) });
+      await loadKeys();
+    } catch (e) {
+      showError(e);
+    }
+  });
+
+  let deleting = null;
+  function openDelete(k) {
+    deleting = k;
+    $('delete-which').textContent = (k.name || '(unnamed)') + ' (' + k.prefix + '…' + k.last4 + ')';
+    $('delete-dialog').showModal();
+    $('delete-cancel').focus();
+  }
+  $('delete-cancel').addEventListener('click', () => $('delete-dialog').close());
+  $('delete-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const k = deleting;
+    $('delete-dialog').close();
+    clearError();
+    try {
+      await api('DELETE', '/console/keys/' + encodeURIComponent(k.id));
+      await loadKeys();
+    } catch (e) {
+      showError(e);
+    }
+  });
+
+  // ---- ledger --------------------------------------------------------------
+
+  // The ledger pages with the API's cursor: pages[i] is the cursor that
+  // fetches page i ('' for the newest).
+  const ledger = { pages: [''], index: 0, requestId: '', next: null };
+
+  async function loadLedger() {
+    const q = new URLSearchParams({ limit: $('ledger-limit').value });
+    const cursor = ledger.pages[ledger.index];
+    if (cursor) q.set('cursor', cursor);
+    if (ledger.requestId) q.set('request_id', ledger.requestId);
+    const r = await api('GET', '/console/ledger?' + q);
+    ledger.next = r.has_more ? r.cursor : null;
+    renderLedger(r.items);
+    $('ledger-newer').disabled = ledger.index === 0;
+    $('ledger-older').disabled = !ledger.next;
+    $('ledger-page').textContent = 'Page ' + (ledger.index + 1) + (ledger.requestId ? ' · request ' + ledger.requestId : '');
+  }
+
+  function renderLedger(items) {
+    const table = $('ledger-table');
+    for (const b of Array.from(table.tBodies)) b.remove();
+    if (items.length === 0) {
+      table.append(el('tbody', {}, el('tr', {}, el('td', { colspan: 7, class: 'muted', text: 'No entries.' }))));
+      return;
+    }
+    // One group per request on this page, in the order the newest entry
+    // of each appears: a debit and its refund sit together.
+    const groups = new Map();
+    items.forEach((e, i) => {
+      const g = e.request_id || ('#' + i);
+      if (!groups.has(g)) groups.set(g, []);
+      groups.get(g).push(e);
+    });
+    for (const entries of groups.values()) {
+      const paired = entries.length > 1;
+      const body = el('tbody', { class: paired ? 'pair' : null, 'data-request-id': entries[0].request_id });
+      entries.forEach((e, i) => {
+        const amount = (e.amount > 0 ? '+' : '') + num(e.amount);
+        const type = el('td', {}, e.type);
+        if (paired && i === 0) {
+          const net = entries.reduce((s, x) => s + x.amount, 0);
+          type.append(el('div', { class: 'pair-note', text: 'same request · net ' + (net > 0 ? '+' : '') + num(net) }));
+        }
+        body.append(el('tr', { 'data-entry-id': e.id, 'data-type': e.type },
+          el('td', { text: when(e.created_at) }),
+          type,
+          el('td', { class: 'num ' + (e.amount < 0 ? 'amount-neg' : 'amount-pos'), text: amount }),
+          el('td', { class: 'num', text: num(e.balance_after) }),
+          el('td', { text: e.endpoint || (e.note ? e.note : '–') }),
+          el('td', {}, e.key_prefix ? el('code', { text: e.key_prefix }) : '–'),
+          el('td', {}, e.request_id
+            ? el('button', {
+              type: 'button', class: 'link', text: e.request_id, 'aria-label': 'Show only entries of request ' + e.request_id,
+              onclick: () => filterLedger(e.request_id),
+            })
+            : '–')));
+      });
+      $('ledger-table').append(body);
+    }
+  }
+
+  async function filterLedger(requestId) {
+    clearError();
+    ledger.requestId = requestId;
+    ledger.pages = [''];
+    ledger.index = 0;
+    $('ledger-request-id').value = requestId;
+    try { await loadLedger(); } catch (e) { showError(e); }
+  }
+
+  $('ledger-filter').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    filterLedger($('ledger-request-id').value.trim());
+  });
+  $('ledger-clear').addEventListener('click', () => filterLedger(''));
+  $('ledger-limit').addEventListener('change', () => filterLedger(ledger.requestId));
+  $('ledger-older').addEventListener('click', async () => {
+    if (!ledger.next) return;
+    ledger.pages = ledger.pages.slice(0, ledger.index + 1);
+    ledger.pages.push(ledger.next);
+    ledger.index++;
+    try { await loadLedger(); } catch (e) { showError(e); }
+  });
+  $('ledger-newer').addEventListener('click', async () => {
+    if (ledger.index === 0) return;
+    ledger.index--;
+    try { await loadLedger(); } catch (e) { showError(e); }
+  });
+
+  // ---- usage ---------------------------------------------------------------
+
+  const SVG = 'http://www.w3.org/2000/svg';
+  function svg(tag, attrs, ...children) {
+    const n = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === 'text') n.textContent = v;
+      else n.setAttribute(k, v);
+    }
+    for (const c of children) if (c) n.append(c);
+    return n;
+  }
+
+  // dayChart draws one bar per day; each bar has its figure as a tooltip,
+  // and the chart a text summary for screen readers.
+  function dayChart(container, days, field, unit) {
+    const W = 720, H = 200, left = 44, bottom = 24, top = 10;
+    const max = Math.max(1, ...days.map((d) => d[field]));
+    const total = days.reduce((s, d) => s + d[field], 0);
+    const slot = (W - left) / Math.max(1, days.length);
+    const chart = svg('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label':
+      `${unit} per day, ${days.length} days from ${days[0] ? days[0].date : ''}: ${num(total)} in all, at most ${num(max)} in a day.` });
+    chart.append(svg('title', { text: `${unit} per day` }));
+    chart.append(svg('line', { class: 'axis', x1: left, y1: H - bottom, x2: W, y2: H - bottom }));
+    chart.append(svg('text', { x: left - 6, y: top + 8, 'text-anchor': 'end', text: num(max) }));
+    chart.append(svg('text', { x: left - 6, y: H - bottom, 'text-anchor': 'end', text: '0' }));
+    days.forEach((d, i) => {
+      const h = Math.round(((H - bottom - top) * d[field]) / max);
+      const x = left + i * slot + slot * 0.15;
+      chart.append(svg('rect', { class: 'bar', x: x.toFixed(1), y: H - bottom - h, width: (slot * 0.7).toFixed(1), height: h, 'data-date': d.date },
+        svg('title', { text: `${d.date}: ${num(d[field])} ${unit.toLowerCase()}` })));
+      // A date under every few bars, and under the last one unless the
+      // previous label is too close to it.
+      const every = Math.ceil(days.length / 8);
+      const last = i === days.length - 1;
+      if (last || (i % every === 0 && days.length - 1 - i >= every / 2)) {
+        chart.append(svg('text', { x: (x + slot * 0.35).toFixed(1), y: H - 6, 'text-anchor': 'middle', text: d.date.slice(5) }));
+      }
+    });
+    if (total === 0) chart.append(svg('text', { class: 'empty', x: W / 2, y: H / 2, 'text-anchor': 'middle', text: 'No ' + unit.toLowerCase() + ' in this period' }));
+    container.replaceChildren(chart);
+  }
+
+  function endpointChart(container, endpoints) {
+    const shown = endpoints.slice(0, 12);
+    const row = 26, left = 260, W = 720, H = Math.max(1, shown.length) * row + 8;
+    const max = Math.max(1, ...shown.map((e) => e.calls));
+    const chart = svg('svg', { viewBox: `0 0 ${W} ${H}`, role: 'img', 'aria-label': 'Calls per endpoint: ' +
+      (shown.length ? shown.map((e) => `${e.endpoint} ${num(e.calls)}`).join(', ') : 'none') });
+    chart.append(svg('title', { text: 'Calls per endpoint' }));
+    shown.forEach((e, i) => {
+      const y = 4 + i * row;
+      const w = Math.max(2, Math.round(((W - left - 60) * e.calls) / max));
+      const errW = e.calls ? Math.round((w * e.errors) / e.calls) : 0;
+      chart.append(svg('text', { x: left - 8, y: y + 16, 'text-anchor': 'end', text: e.endpoint.length > 38 ? '…' + e.endpoint.slice(-37) : e.endpoint }));
+      chart.append(svg('rect', { class: 'bar', x: left, y, width: w, height: row - 8 },
+        svg('title', { text: `${e.endpoint}: ${num(e.calls)} calls, ${num(e.errors)} errors` })));
+      if (errW > 0) chart.append(svg('rect', { class: 'bar err', x: left + w - errW, y, width: errW, height: row - 8 }));
+      chart.append(svg('text', { x: left + w + 6, y: y + 16, text: num(e.calls) }));
+    });
+    if (!shown.length) chart.append(svg('text', { class: 'empty', x: W / 2, y: 20, 'text-anchor': 'middle', text: 'No calls in this period' }));
+    container.replaceChildren(chart);
+  }
+
+  async function loadUsage() {
+    const u = await api('GET', '/console/usage?days=' + encodeURIComponent($('usage-days').value));
+    $('us-calls').textContent = num(u.totals.calls);
+    $('us-credits').textContent = num(u.totals.credits);
+    $('us-errors').textContent = pct(u.totals.error_rate);
+    dayChart($('chart-calls'), u.days, 'calls', 'Calls');
+    dayChart($('chart-credits'), u.days, 'credits', 'Credits');
+    endpointChart($('chart-endpoints'), u.endpoints);
+    const body = $('usage-table').tBodies[0];
+    body.replaceChildren();
+    if (!u.endpoints.length) body.append(el('tr', {}, el('td', { colspan: 5, class: 'muted', text: 'No calls in this period.' })));
+    for (const e of u.endpoints) {
+      body.append(el('tr', {},
+        el('td', {}, el('code', { text: e.endpoint })),
+        el('td', { class: 'num', text: num(e.calls) }),
+        el('td', { class: 'num', text: num(e.credits) }),
+        el('td', { class: 'num', text: num(e.errors) }),
+        el('td', { class: 'num', text: pct(e.error_rate) })));
+    }
+  }
+  $('usage-days').addEventListener('change', () => loadUsage().catch(showError));
+
+  // ---- session -------------------------------------------------------------
+
+  function signedInView(session) {
+    csrf = session.csrf_token;
+    signedIn = true;
+    $('nav').hidden = false;
+    route();
+  }
+
+  // signedOutView drops everything the account's pages showed.
+  function signedOutView() {
+    csrf = '';
+    signedIn = false;
+    $('nav').hidden = true;
+    for (const id of ['overview-new-key', 'keys-new-key', 'status-list', 'chart-calls', 'chart-credits', 'chart-endpoints']) $(id).replaceChildren();
+    for (const t of ['keys-table', 'usage-table']) $(t).tBodies[0].replaceChildren();
+    for (const b of Array.from($('ledger-table').tBodies)) b.remove();
+    showSection('signin');
+    document.title = 'Sign in · Meridian console';
+    $('signin-token').focus();
+  }
+
+  $('signin-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    clearError();
+    const input = $('signin-token');
+    try {
+      const s = await api('POST', '/console/session', { token: input.value.trim() });
+      input.value = '';
+      signedInView(s);
+    } catch (e) {
+      showError(e);
+    }
+  });
+
+  $('sign-out').addEventListener('click', async () => {
+    clearError();
+    try {
+      await api('DELETE', '/console/session');
+    } catch (e) {
+      showError(e);
+      return;
+    }
+    ledger.pages = [''];
+    ledger.index = 0;
+    ledger.requestId = '';
+    signedOutView();
+  });
+
+  window.addEventListener('hashchange', () => { clearError(); route(); });
+
+  (async () => {
+    try {
+      signedInView(await api('GET', '/console/session'));
+    } catch (e) {
+      signedOutView();
+      if (!(e instanceof ApiError && e.status === 401)) showError(e);
+    }
+  })();
+})();
