@@ -261,8 +261,9 @@ var stepRole = map[string]string{
 	"TransactWriteItems(key+account+ledger+reservation)": "reserve: the debit transaction",
 	"BatchGetItem(reservation+account)":                  "refund: read reservation and account",
 	"TransactWriteItems(reservation+key+account+ledger)": "refund: the refund transaction",
-	"PutItem(usage)":       "worker: the request's count-once marker",
-	"UpdateItem(outcomes)": "worker: ADD to the platform's minute counters",
+	"PutItem(usage)":        "worker: the request's count-once marker",
+	"UpdateItem(outcomes)":  "worker: ADD to the platform's minute counters, once per SQS batch",
+	"UpdateItem(acctusage)": "worker: ADD to the account's calls, credits and errors of the day and endpoint (the console's usage), once per SQS batch",
 }
 
 // stepKey strips the capacity suffix: "GetItem(key) 1R" → "GetItem(key)".
@@ -555,8 +556,8 @@ func writeWhy(m *md, pipelines []pipelineRun, httpRes HTTPResult, bare map[strin
 	if len(slow) > 0 {
 		m.p("- **Local server throughput: %s.** The bare handler only copies bytes; every Meridian request also crosses the API Gateway event "+
 			"adaptation, reads the key and the cache entry from bbolt, validates, and writes its JSON log line; its usage event is then applied by "+
-			"the in-process worker, one bbolt write transaction per event (an fsync each on the disk store, and bbolt runs one write "+
-			"transaction at a time). Two cores are shared by wrk, the server and, for Meridian, its replay upstream and worker. "+
+			"the in-process worker, which drains what its queue holds (up to 100 events) into one bbolt write transaction (an fsync on the "+
+			"disk store; bbolt runs one write transaction at a time). Two cores are shared by wrk, the server and, for Meridian, its replay upstream and worker. "+
 			"Section 2's profile shows where the time goes.", strings.Join(slow, "; "))
 	}
 	for _, k := range []struct {
@@ -604,7 +605,8 @@ var costWhy = map[string]string{
 		"not writing an uncapped key's credits_used (two) would take 2 to 4 WRU off; sending usage events in batches of ten across invocations " +
 		"would take $0.36 off.",
 	cacheHitKind: "Each hit is admitted and its slot released (two writes of the key's record) and its usage event is sent on its own and " +
-		"counted by the worker (two more writes); the fixed part is $1.60. A hit that held no slot (checked against the slots, holding none " +
+		"counted by the worker (a count-once mark, and the platform's minute and the account's day counters, shared by the SQS batch's " +
+		"events); the fixed part is $1.60. A hit that held no slot (checked against the slots, holding none " +
 		"for its microseconds) and usage events sent in tens would meet it.",
 	batchKind: "Each item is admitted, reserved (its own four-item transaction), settled and released on its own; reserves of one account " +
 		"now queue in the process, so no write is refused, but one admission for the batch and one transaction for all of its " +
@@ -916,8 +918,8 @@ func writeStartup(m *md, res StartupResult, cmds map[string]string) {
 		"(`scripts/bench/startup.go`): GET `/2018-06-01/runtime/invocation/next` returns one event, POST `…/response` ends the run; Extensions API "+
 		"calls are refused at once. **Init** is process start to the first `next` request (the runtime is ready); **first answer** is process start to "+
 		"the response POST. The API functions run without `MERIDIAN_TABLE` (no AWS calls: the key cannot be found, so the answer is a typed 401); "+
-		"the worker cannot start without a table, so it gets a fresh DynamoDB Local table and an SQS event of one usage event, whose two writes "+
-		"are part of its answer. Lambda adds its own environment set-up and the arm64 CPU; compare these figures with each other.",
+		"the worker cannot start without a table, so it gets a fresh DynamoDB Local table and an SQS event of one usage event, whose writes (its mark "+
+		"and two counters) are part of its answer. Lambda adds its own environment set-up and the arm64 CPU; compare these figures with each other.",
 		res.HostArch, res.HostArch, res.Runs)
 	m.p("")
 	var rows [][]string
@@ -962,7 +964,7 @@ var profileFrames = []struct{ label, fn string }{
 	{"bbolt write transactions, every caller", "go.etcd.io/bbolt.(*DB).Update"},
 	{"bbolt commits (part of the line above)", "go.etcd.io/bbolt.(*Tx).Commit"},
 	{"bbolt read transactions", "go.etcd.io/bbolt.(*DB).View"},
-	{"in-process usage worker (outcome counters)", "usage.(*LocalQueue).apply"},
+	{"in-process usage worker (outcome and usage counters)", "usage.(*LocalQueue).applyBatch"},
 	{"encoding/json decoding, every caller", "encoding/json.Unmarshal"},
 	{"garbage collector (background marking)", "runtime.gcBgMarkWorker"},
 }
@@ -1038,7 +1040,7 @@ func writeProfiles(m *md, res HTTPResult) {
 	m.table(head, rows)
 	if sh := cols[stores[0]]; sh != nil && sh["app.LocalHandler.Local.func1"] > 0 {
 		m.p("The event adaptation costs little (%s%% of samples between the local handler and the pipeline, %s store); bbolt's write transactions "+
-			"and the in-process worker's outcome writes are the largest parts, and bbolt runs one write transaction at a time for the whole file.",
+			"and the in-process worker's counter writes are the largest parts, and bbolt runs one write transaction at a time for the whole file.",
 			fmtFloat(sh["app.LocalHandler.Local.func1"]+sh["gateway.streamedResponse.serveStream"]-sh["pipeline.(*Pipeline).ServeHTTP"]), stores[0])
 		m.p("")
 	}
