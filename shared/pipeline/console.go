@@ -8,7 +8,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/params"
 	"github.com/meridian-data/meridian/shared/store"
 )
 
@@ -472,29 +472,35 @@ func (p *Pipeline) internal(x *exchange, what string, err error) *envelope.Error
 	return envelope.Internal()
 }
 
-// consoleRequestID is the form of a request id the ledger filter takes.
-var consoleRequestID = regexp.MustCompile(`^req_[A-Za-z0-9]{1,64}$`)
+// consoleQuery validates a console read's query with the declaration of
+// the /v1 endpoint it mirrors (key: platform/id), so the page and the API
+// take the same parameters and refuse them alike; it answers a refusal.
+func (p *Pipeline) consoleQuery(x *exchange, key string) (map[string]string, bool) {
+	e, ok := p.cfg.Registry.Endpoint(key)
+	if !ok {
+		x.fail(p.internal(x, "console query", errors.New("no endpoint "+key)))
+		return nil, false
+	}
+	q, err := params.Parse(x.r.URL.RawQuery)
+	if err == nil {
+		var res params.Result
+		if res, err = params.Validate(e, q, nil); err == nil {
+			return res.Values, true
+		}
+	}
+	x.fail(err)
+	return nil, false
+}
 
 // consoleLedger is GET /console/ledger: the page of GET
-// /v1/credits/transactions, with the same limit (1-100, 20), cursor and
-// request_id.
+// /v1/credits/transactions, with its limit, cursor and request_id.
 func (p *Pipeline) consoleLedger(x *exchange, acct store.Account) {
-	q := x.r.URL.Query()
-	limit := 20
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			x.fail(fieldError("limit", "out_of_range", "limit is a whole number from 1 to 100."))
-			return
-		}
-		limit = n
-	}
-	requestID := strings.TrimSpace(q.Get("request_id"))
-	if requestID != "" && !consoleRequestID.MatchString(requestID) {
-		x.fail(fieldError("request_id", "invalid_format", "request_id is a request id such as req_0192..."))
+	v, ok := p.consoleQuery(x, "credits/transactions")
+	if !ok {
 		return
 	}
-	page, e := ledgerPage(x.r.Context(), p.cfg.Store, acct.ID, store.LedgerQuery{Limit: limit, Cursor: q.Get("cursor"), RequestID: requestID})
+	limit, _ := strconv.Atoi(v["limit"])
+	page, e := ledgerPage(x.r.Context(), p.cfg.Store, acct.ID, store.LedgerQuery{Limit: limit, Cursor: v["cursor"], RequestID: v["request_id"]})
 	if e != nil {
 		x.fail(e)
 		return
@@ -539,21 +545,17 @@ func (p *Pipeline) monthSpend(x *exchange, accountID string) *int64 {
 }
 
 // consoleUsage is GET /console/usage: GET /v1/credits/usage's figures,
-// with the same days (1-30, 30).
+// with its days.
 func (p *Pipeline) consoleUsage(x *exchange, acct store.Account) {
 	if p.cfg.Outcomes == nil {
 		x.fail(envelope.New(envelope.EndpointNotAvailable, http.StatusNotImplemented, "This deployment keeps no usage figures.", nil))
 		return
 	}
-	days := 30
-	if v := x.r.URL.Query().Get("days"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 30 {
-			x.fail(fieldError("days", "out_of_range", "days is a whole number from 1 to 30."))
-			return
-		}
-		days = n
+	v, ok := p.consoleQuery(x, "credits/usage")
+	if !ok {
+		return
 	}
+	days, _ := strconv.Atoi(v["days"])
 	u, err := accountUsage(x.r.Context(), p.cfg.Outcomes, acct.ID, days, p.cfg.Now())
 	if err != nil {
 		x.fail(p.internal(x, "usage read", err))

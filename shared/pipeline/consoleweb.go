@@ -126,7 +126,7 @@ func safeMethod(m string) bool { return m == http.MethodGet || m == http.MethodH
 // session.
 func sessionCookie(r *http.Request, token string) *http.Cookie {
 	c := &http.Cookie{Name: SessionCookie, Value: token, Path: "/console", HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: r.TLS != nil || strings.EqualFold(strings.TrimSpace(strings.Split(r.Header.Get("x-forwarded-proto"), ",")[0]), "https")}
+		Secure: r.TLS != nil || forwardedProto(r) == "https"}
 	if token == "" {
 		c.MaxAge = -1
 	}

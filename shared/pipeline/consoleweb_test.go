@@ -387,8 +387,8 @@ func TestConsoleUsageAndMonthSpendAreTheAPIs(t *testing.T) {
 	if spent := br.do("GET", "/console/overview", "").json(t)["spend_this_month"]; spent != float64(6) {
 		t.Errorf("spend this month %v, want the two successes' 6", spent)
 	}
-	for _, days := range []string{"0", "31", "x"} {
-		if r := br.do("GET", "/console/usage?days="+days, ""); r.code != 422 || r.reason(t) != "out_of_range" {
+	for days, reason := range map[string]string{"0": "out_of_range", "31": "out_of_range", "x": "invalid_type"} {
+		if r := br.do("GET", "/console/usage?days="+days, ""); r.code != 422 || r.reason(t) != reason {
 			t.Errorf("days=%s: %d %s", days, r.code, r.raw)
 		}
 	}

@@ -379,7 +379,7 @@ func (p *Pipeline) errorsURL(r *http.Request) string {
 	if p.cfg.ErrorsURL != "" {
 		return p.cfg.ErrorsURL
 	}
-	proto := strings.ToLower(strings.TrimSpace(strings.Split(r.Header.Get("x-forwarded-proto"), ",")[0]))
+	proto := forwardedProto(r)
 	if proto != "http" && proto != "https" {
 		proto = r.URL.Scheme
 	}
@@ -391,6 +391,12 @@ func (p *Pipeline) errorsURL(r *http.Request) string {
 		host = r.URL.Host
 	}
 	return envelope.ErrorsReference(proto, host)
+}
+
+// forwardedProto is the scheme the caller used, as the first proxy (API
+// Gateway) recorded it in x-forwarded-proto; lower case, "" when absent.
+func forwardedProto(r *http.Request) string {
+	return strings.ToLower(strings.TrimSpace(strings.Split(r.Header.Get("x-forwarded-proto"), ",")[0]))
 }
 
 func (p *Pipeline) logRequest(x *exchange, start time.Time) {
