@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore Factory) {
 		"UsageByDayAndEndpoint":         testUsageByDayAndEndpoint,
 		"UsageRefusesARecordWithoutID":  testUsageRefusesARecordWithoutID,
 		"ConcurrentUsageBatches":        testConcurrentUsageBatches,
+		"Auditor":                       testAuditor,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
