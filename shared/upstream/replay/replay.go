@@ -31,7 +31,8 @@
 // answered. response.body is JSON;
 // response.body_text is sent verbatim instead (malformed bodies). fault injects a transport failure:
 // "reset" closes the connection without an answer, "truncate" sends half
-// of the body after announcing all of it.
+// of the body after announcing all of it. InjectChaos adds such faults
+// (and 5xx, 429 and timeouts) at random to a share of all answers.
 package replay
 
 import (
@@ -40,6 +41,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -101,6 +103,74 @@ type Server struct {
 	mu        sync.Mutex
 	providers map[string][]*Fixture
 	requests  []Request
+	chaos     *Chaos
+	injected  map[string]int64
+}
+
+// Chaos injects faults into a share of the answers that fixtures would
+// give, at random (the soak suite): each field is the probability of its
+// fault for one request.
+type Chaos struct {
+	ServerError float64 // 500 with a JSON error body
+	RateLimited float64 // 429 with a JSON error body, no retry-after
+	Timeout     float64 // no answer for TimeoutDelay (or until the caller gives up), then the fixture's
+	Reset       float64 // the connection reset before any answer
+	Truncate    float64 // half of the fixture's body after announcing all of it
+	// TimeoutDelay is how long a timeout holds the answer back.
+	TimeoutDelay time.Duration
+}
+
+// Chaos fault kinds, as Injected counts them.
+const (
+	ChaosServerError = "upstream: 5xx"
+	ChaosRateLimited = "upstream: 429"
+	ChaosTimeout     = "upstream: timeout"
+	ChaosReset       = "upstream: reset"
+	ChaosTruncate    = "upstream: truncated body"
+)
+
+// InjectChaos turns random faults on (nil turns them off).
+func (s *Server) InjectChaos(c *Chaos) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.chaos = c
+}
+
+// Injected counts the faults injected so far, by kind.
+func (s *Server) Injected() map[string]int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int64, len(s.injected))
+	for k, v := range s.injected {
+		out[k] = v
+	}
+	return out
+}
+
+// roll picks this request's fault under the chaos settings: "" for none.
+func (s *Server) roll() (string, time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.chaos
+	if c == nil {
+		return "", 0
+	}
+	x := rand.Float64()
+	for _, f := range []struct {
+		p    float64
+		kind string
+	}{{c.ServerError, ChaosServerError}, {c.RateLimited, ChaosRateLimited}, {c.Timeout, ChaosTimeout},
+		{c.Reset, ChaosReset}, {c.Truncate, ChaosTruncate}} {
+		if x < f.p {
+			if s.injected == nil {
+				s.injected = map[string]int64{}
+			}
+			s.injected[f.kind]++
+			return f.kind, c.TimeoutDelay
+		}
+		x -= f.p
+	}
+	return "", 0
 }
 
 // Load reads dir/<provider>/*.json.
@@ -333,6 +403,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "replay upstream: no fixture for "+r.Method+" "+r.URL.Path, http.StatusBadRequest)
 		return
 	}
+	chaos, delay := s.roll()
+	switch chaos {
+	case ChaosServerError, ChaosRateLimited:
+		status := http.StatusInternalServerError
+		if chaos == ChaosRateLimited {
+			status = http.StatusTooManyRequests
+		}
+		w.Header().Set("content-type", "application/json")
+		w.WriteHeader(status)
+		_, _ = fmt.Fprintf(w, `{"error":{"code":%d,"message":"injected by the replay upstream's chaos"}}`, status)
+		return
+	case ChaosReset:
+		reset(w)
+		return
+	case ChaosTimeout:
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if fx.Response.DelayMS > 0 {
 		select {
 		case <-time.After(time.Duration(fx.Response.DelayMS) * time.Millisecond):
@@ -343,6 +434,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body := []byte(fx.Response.Body)
 	if fx.Response.BodyText != nil {
 		body = []byte(*fx.Response.BodyText)
+	}
+	if chaos == ChaosTruncate && len(body) >= 2 {
+		fx = &Fixture{Fault: "truncate", Response: fx.Response}
 	}
 	switch fx.Fault {
 	case "reset":
