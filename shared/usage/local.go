@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/meridian-data/meridian/shared/queue"
@@ -13,9 +14,10 @@ import (
 // SQS): an in-process buffer that a worker goroutine applies. A full
 // buffer refuses, so the emitter keeps the rest in the outbox.
 type LocalQueue struct {
-	ch     chan queue.Message
-	worker *Worker
-	logger *slog.Logger
+	ch      chan queue.Message
+	pending atomic.Int64 // accepted and not yet applied or dropped
+	worker  *Worker
+	logger  *slog.Logger
 }
 
 // localAttempts bounds how often a message is tried before it is dropped
@@ -35,6 +37,7 @@ func (q *LocalQueue) Send(_ context.Context, msgs []queue.Message) error {
 	for i, m := range msgs {
 		select {
 		case q.ch <- m:
+			q.pending.Add(1)
 		default:
 			failed := make([]string, 0, len(msgs)-i)
 			for _, rest := range msgs[i:] {
@@ -45,6 +48,10 @@ func (q *LocalQueue) Send(_ context.Context, msgs []queue.Message) error {
 	}
 	return nil
 }
+
+// Pending is how many accepted messages are not yet applied (or dropped
+// as dead letters).
+func (q *LocalQueue) Pending() int { return int(q.pending.Load()) }
 
 // localBatch bounds the messages Run applies together.
 const localBatch = 100
@@ -59,7 +66,9 @@ func (q *LocalQueue) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case m := <-q.ch:
-			q.applyBatch(ctx, q.drain(m))
+			batch := q.drain(m)
+			q.applyBatch(ctx, batch)
+			q.pending.Add(-int64(len(batch)))
 		}
 	}
 }

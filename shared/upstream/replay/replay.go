@@ -112,7 +112,7 @@ type Server struct {
 // fault for one request.
 type Chaos struct {
 	ServerError float64 // 500 with a JSON error body
-	RateLimited float64 // 429 with a JSON error body, no retry-after
+	RateLimited float64 // 429 with a JSON error body and retry-after: 1
 	Timeout     float64 // no answer for TimeoutDelay (or until the caller gives up), then the fixture's
 	Reset       float64 // the connection reset before any answer
 	Truncate    float64 // half of the fixture's body after announcing all of it
@@ -408,7 +408,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case ChaosServerError, ChaosRateLimited:
 		status := http.StatusInternalServerError
 		if chaos == ChaosRateLimited {
+			// A short wait, so a provider's default one (often a
+			// minute) does not rest its routes for a whole run.
 			status = http.StatusTooManyRequests
+			w.Header().Set("retry-after", "1")
 		}
 		w.Header().Set("content-type", "application/json")
 		w.WriteHeader(status)
