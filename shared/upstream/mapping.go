@@ -21,11 +21,12 @@ func NumberID(n json.Number) *string {
 }
 
 // Clip shortens s to at most n bytes without splitting a character, for
-// upstream messages quoted in fault reasons.
+// upstream messages quoted in fault reasons. A bound below 0 leaves "".
 func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
+	n = max(n, 0)
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
