@@ -361,6 +361,9 @@ func repos(ctx context.Context, c *upstream.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if list == nil { // null: no list at all, not an empty one
+		return nil, upstream.MalformedFault("the repository list is null")
+	}
 	out := Repos{Items: make([]Repo, 0, len(list))}
 	missingCounters := false
 	for _, r := range list {
@@ -490,6 +493,9 @@ func issues(ctx context.Context, c *upstream.Call) (any, error) {
 	resp, err := getJSON(ctx, c, "/repos/"+url.PathEscape(owner)+"/"+url.PathEscape(name)+"/issues", q, &list)
 	if err != nil {
 		return nil, err
+	}
+	if list == nil { // null: no list at all, not an empty one
+		return nil, upstream.MalformedFault("the issue list is null")
 	}
 	out := Issues{Repo: repo, Items: make([]Issue, 0, len(list))}
 	pulls := 0
