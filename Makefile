@@ -59,18 +59,8 @@ check-build: build ## the build is complete and byte-for-byte reproducible
 	@$(MAKE) --no-print-directory build BUILD_DIR=$(BUILD_DIR)/.rebuild >/dev/null
 	@scripts/check-build.sh $(BUILD_DIR) $(BUILD_DIR)/.rebuild $(FUNCTIONS)
 
-fuzz: ## run each fuzz target for FUZZTIME (default 30s)
-	$(GO) test ./shared/registry -run '^$$' -fuzz FuzzResolve -fuzztime $${FUZZTIME:-30s}
-	$(GO) test ./shared/params -run '^$$' -fuzz FuzzValidate -fuzztime $${FUZZTIME:-30s}
-	$(GO) test ./shared/pipeline -run '^$$' -fuzz FuzzPipeline -fuzztime $${FUZZTIME:-30s}
-	$(GO) test ./shared/upstream/htmldata -run '^$$' -fuzz FuzzExtract -fuzztime $${FUZZTIME:-30s}
-	$(GO) test ./shared/upstream/adapters/quora -run '^$$' -fuzz FuzzPayloads -fuzztime $${FUZZTIME:-30s}
-	$(GO) test ./shared/upstream/adapters/facebook -run '^$$' -fuzz FuzzScanPage -fuzztime $${FUZZTIME:-30s}
-	$(GO) test ./shared/upstream/adapters/facebook -run '^$$' -fuzz FuzzEventID -fuzztime $${FUZZTIME:-30s}
-	$(GO) test ./shared/upstream/adapters/tiktok -run '^$$' -fuzz FuzzProfilePage -fuzztime $${FUZZTIME:-30s}
-	$(GO) test ./shared/upstream/adapters/tiktok -run '^$$' -fuzz FuzzVideoID -fuzztime $${FUZZTIME:-30s}
-	$(GO) test ./shared/upstream/adapters/booking -run '^$$' -fuzz FuzzParsers -fuzztime $${FUZZTIME:-30s}
-	$(GO) test ./shared/upstream/linkinbio -run '^$$' -fuzz FuzzParse -fuzztime $${FUZZTIME:-30s}
+fuzz: ## every fuzz target of shared/, functions/ and scripts/ (scripts/fuzz.sh --list), each alone for FUZZTIME (default 30s); stops at the first failure
+	GO="$(GO)" scripts/fuzz.sh
 
 clean:
 	rm -rf $(BUILD_DIR)
