@@ -68,3 +68,16 @@ clean:
 .PHONY: bench
 bench: ## every benchmark of BENCHMARKS.md (scripts/bench.sh; installs wrk, starts DynamoDB Local); not part of make test
 	scripts/bench.sh
+
+.PHONY: soak
+# The soak's full profile on both stores (DynamoDB Local and goaws started
+# as for make test, then stopped), then the fuzz budget: every fuzz target
+# for FUZZTIME. make test runs the short profile.
+soak: ## 10,000 mixed calls with faults on each store and the audit of every credit (shared/soak), then make fuzz; not part of make test
+	@endpoint=$$(scripts/dynamodb-local.sh start | tail -n1) || exit 1; \
+	  sqs=$$(scripts/goaws.sh start | tail -n1) || { scripts/dynamodb-local.sh stop >/dev/null 2>&1; exit 1; }; \
+	  CI=$${CI:-true} MERIDIAN_SOAK=full MERIDIAN_DYNAMODB_ENDPOINT=$$endpoint MERIDIAN_SQS_ENDPOINT=$$sqs \
+	    $(GO) test -count=1 -run '^TestSoak$$' -v -timeout 40m ./shared/soak; rc=$$?; \
+	  scripts/goaws.sh stop >/dev/null 2>&1 || true; \
+	  scripts/dynamodb-local.sh stop >/dev/null 2>&1 || true; exit $$rc
+	@$(MAKE) --no-print-directory fuzz
