@@ -53,11 +53,14 @@ const (
 	IdempotencyTwice = "idempotency_upstream_twice"
 	// LeakedSlot: an in-flight slot that no lease will free.
 	LeakedSlot = "leaked_slot"
+	// MalformedAnswer: an answer a client cannot reconcile at all (not
+	// JSON, no request_id, a batch whose results do not match its items).
+	MalformedAnswer = "malformed_answer"
 )
 
 // Kinds lists every discrepancy kind the audit reports.
 var Kinds = []string{BalanceMismatch, NegativeBalance, LedgerChain, MissingRequestID, BadEntry, Unresolved,
-	DoubleResolution, KeyOverLimit, KeyUsedMismatch, ResponseMismatch, IdempotencyTwice, LeakedSlot}
+	DoubleResolution, KeyOverLimit, KeyUsedMismatch, ResponseMismatch, IdempotencyTwice, LeakedSlot, MalformedAnswer}
 
 // Discrepancy is one thing the audit found wrong.
 type Discrepancy struct {
@@ -167,6 +170,8 @@ type Answer struct {
 	IdempotencyKey string
 	// ReachedUpstream: the call made at least one upstream request.
 	ReachedUpstream bool
+	// Malformed says why the answer could not be read, if it could not.
+	Malformed string
 }
 
 // Report is the audit's outcome.
@@ -444,6 +449,10 @@ func checkKeys(r *Report, ab AccountBooks, leasesEnd time.Time, add func(kind, a
 
 // checkAnswer: what a client saw agrees with the ledger.
 func checkAnswer(a Answer, rb *requestBooks, add func(kind, account, key, request, format string, args ...any)) {
+	if a.Malformed != "" {
+		add(MalformedAnswer, a.AccountID, "", a.RequestID, "%s answer %d: %s", a.Kind, a.Status, a.Malformed)
+		return
+	}
 	if a.Lost || a.Replay {
 		return // a lost call claims nothing; a replay repeats its original, checked as such
 	}

@@ -14,19 +14,18 @@ import (
 	"github.com/meridian-data/meridian/shared/store/embedded"
 )
 
-// books is a small, correct history on the embedded store: one account
+// booksFixture is a small, correct history on the embedded store: one account
 // with a capped key, a settled call of 2, a refunded call of 3 and a cache
 // hit, with the answers their clients saw.
 type booksFixture struct {
-	s                  *embedded.Store
-	account            string
-	key                store.Key
-	settled, refunded  string
-	answers            []soak.Answer
-	ctx                context.Context
-	collect            func(t *testing.T) soak.Books
-	charge             func(t *testing.T, cost int64) string
-	settledCost, limit int64
+	s                 *embedded.Store
+	account           string
+	key               store.Key
+	settled, refunded string
+	answers           []soak.Answer
+	ctx               context.Context
+	collect           func(t *testing.T) soak.Books
+	charge            func(t *testing.T, cost int64) string
 }
 
 func newBooks(t *testing.T) *booksFixture {
@@ -47,7 +46,7 @@ func newBooks(t *testing.T) *booksFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &booksFixture{s: s, account: a.ID, key: key, ctx: ctx, limit: limit}
+	f := &booksFixture{s: s, account: a.ID, key: key, ctx: ctx}
 	f.charge = func(t *testing.T, cost int64) string {
 		id := envelope.NewRequestID()
 		if _, err := s.Reserve(ctx, store.Charge{RequestID: id, AccountID: a.ID, KeyID: key.ID, KeyPrefix: key.Prefix,
@@ -56,7 +55,7 @@ func newBooks(t *testing.T) *booksFixture {
 		}
 		return id
 	}
-	f.settled, f.settledCost = f.charge(t, 2), 2
+	f.settled = f.charge(t, 2)
 	if err := s.Settle(ctx, a.ID, f.settled); err != nil {
 		t.Fatal(err)
 	}
@@ -177,6 +176,9 @@ func TestAuditFindsEveryDiscrepancy(t *testing.T) {
 		}},
 		{kind: soak.IdempotencyTwice, seed: func(f *booksFixture, b *soak.Books, answers *[]soak.Answer) {
 			(*answers)[1].ReachedUpstream = true // the replay called the upstream
+		}},
+		{kind: soak.MalformedAnswer, seed: func(f *booksFixture, b *soak.Books, answers *[]soak.Answer) {
+			*answers = append(*answers, soak.Answer{Kind: "batch", AccountID: f.account, Status: 200, Malformed: "3 results for 4 items"})
 		}},
 		{kind: soak.LeakedSlot, real: func(t *testing.T, f *booksFixture) {
 			// A slot admitted under a lease far longer than the rules' and

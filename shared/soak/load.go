@@ -470,10 +470,13 @@ func envelopeAnswer(kind, accountID string, status int, body []byte) Answer {
 	}
 	a := Answer{Kind: kind, AccountID: accountID, Status: status}
 	if err := json.Unmarshal(body, &env); err != nil {
-		a.RequestID = "(not JSON)"
+		a.Malformed = "not a JSON envelope: " + err.Error()
 		return a
 	}
 	a.RequestID = env.RequestID
+	if !strings.HasPrefix(a.RequestID, "req_") {
+		a.Malformed = "no request_id"
+	}
 	if env.Error != nil {
 		a.ErrorType = env.Error.Type
 		if env.Error.Status != 0 {
@@ -592,7 +595,8 @@ func (r *run) batch(ctx context.Context, remote string, a account, k popKey) int
 		r.record(envelopeAnswer("batch-item", a.id, status.Status, res))
 	}
 	if len(wrapper.Results) != n {
-		r.record(Answer{Kind: "batch", AccountID: a.id, Status: rec.Code, RequestID: "(wrapper)", Credits: new(int64)})
+		r.record(Answer{Kind: "batch", AccountID: a.id, Status: rec.Code,
+			Malformed: fmt.Sprintf("%d results for %d items", len(wrapper.Results), n)})
 	}
 	return int64(n)
 }
@@ -620,8 +624,13 @@ func (r *run) mcp(ctx context.Context, remote string, a account, k popKey) int64
 	}
 	raw, _ := io.ReadAll(rec.Body)
 	if json.Unmarshal(raw, &rpc) != nil || rpc.Result == nil || len(rpc.Result.StructuredContent) == 0 {
-		// Not a tool result: a protocol-level refusal, which claims no charge.
-		r.record(Answer{Kind: "mcp-protocol", AccountID: a.id, Status: rec.Code, RequestID: "(mcp)", Credits: new(int64)})
+		// Not a tool result: a protocol-level refusal (an unknown key is
+		// refused before any tool runs), which claims no charge.
+		ans := Answer{Kind: "mcp-protocol", AccountID: a.id, Status: rec.Code, Credits: new(int64)}
+		if rpc.Error == nil && rec.Code < 400 {
+			ans.Malformed = "neither a tool result nor an error: " + string(raw)
+		}
+		r.record(ans)
 		return 1
 	}
 	r.record(envelopeAnswer("mcp", a.id, http.StatusOK, rpc.Result.StructuredContent))
