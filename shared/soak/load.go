@@ -86,17 +86,23 @@ const (
 )
 
 // endpoint is a paid data endpoint the load calls, with the parameter it
-// varies.
+// varies and how a value is spelled.
 type endpoint struct {
 	path, param string
-	cost        int64
+	value       func(n int64) string
 }
 
-// paid are endpoints the replay upstream answers for any value of param.
+func slug(n int64) string   { return fmt.Sprintf("soak-%d", n) }
+func handle(n int64) string { return fmt.Sprintf("soak%d", n%1_000_000_000) }
+
+// paid are endpoints of costs 1 to 3 that the replay upstream answers for
+// any value of param.
 var paid = []endpoint{
-	{"/v1/company_registry/search", "query", 1},
-	{"/v1/code_host/profile", "handle", 1},
-	{"/v1/code_host/profile/repos", "handle", 1},
+	{"/v1/company_registry/search", "query", slug},
+	{"/v1/code_host/profile", "handle", slug},
+	{"/v1/code_host/profile/repos", "handle", slug},
+	{"/v1/microblog_b/profile", "handle", handle},
+	{"/v1/microblog_a/search", "query", slug},
 }
 
 // account is one account of the population with its keys.
@@ -375,20 +381,20 @@ func (r *run) client(ctx context.Context, id int, outage func(int64)) {
 	}
 }
 
-func (r *run) unique() string {
-	return fmt.Sprintf("soak-%d-%d", time.Now().UnixNano()%1_000_000, r.seq.Add(1))
-}
+// unique is a number no other call of the run uses (popular values are
+// below 4).
+func (r *run) unique() int64 { return 1000 + r.seq.Add(1) }
 
 // paidTarget is a paid call no cache has seen.
 func (r *run) paidTarget() string {
 	e := paid[rand.IntN(len(paid))]
-	return e.path + "?" + e.param + "=" + r.unique()
+	return e.path + "?" + e.param + "=" + e.value(r.unique())
 }
 
 // popularTarget is one of a few paid calls every client repeats: cache hits.
 func (r *run) popularTarget() string {
 	e := paid[rand.IntN(len(paid))]
-	return fmt.Sprintf("%s?%s=soak-popular-%d", e.path, e.param, rand.IntN(4))
+	return fmt.Sprintf("%s?%s=%s", e.path, e.param, e.value(int64(rand.IntN(4))))
 }
 
 // invalidTarget is refused before any charge: an undeclared parameter, a
@@ -518,7 +524,7 @@ func (r *run) get(ctx context.Context, remote string, a account, k popKey, kind,
 // idempotent sends a call with an Idempotency-Key, maybe again while it
 // is in flight, and again after it finished.
 func (r *run) idempotent(ctx context.Context, remote string, a account, k popKey) int64 {
-	key := "soak-idem-" + r.unique()
+	key := fmt.Sprintf("soak-idem-%d", r.unique())
 	target := r.paidTarget()
 	n := int64(1)
 	var wg sync.WaitGroup
@@ -606,7 +612,7 @@ func (r *run) mcp(ctx context.Context, remote string, a account, k popKey) int64
 	e := paid[rand.IntN(len(paid))]
 	tool := strings.ReplaceAll(strings.TrimPrefix(e.path, "/v1/"), "/", "__")
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-		"params": map[string]any{"name": tool, "arguments": map[string]any{e.param: r.unique()}}})
+		"params": map[string]any{"name": tool, "arguments": map[string]any{e.param: e.value(r.unique())}}})
 	header := http.Header{"X-Api-Key": {k.full}, "Content-Type": {"application/json"},
 		"Accept": {"application/json, text/event-stream"}}
 	rec, _ := r.call(ctx, remote, http.MethodPost, "/mcp", header, body, "")
