@@ -629,12 +629,16 @@ func (r *run) mcp(ctx context.Context, remote string, a account, k popKey) int64
 		} `json:"error"`
 	}
 	raw, _ := io.ReadAll(rec.Body)
-	if json.Unmarshal(raw, &rpc) != nil || rpc.Result == nil || len(rpc.Result.StructuredContent) == 0 {
-		// Not a tool result: a protocol-level refusal (an unknown key is
-		// refused before any tool runs), which claims no charge.
+	switch {
+	case rec.Code >= 400:
+		// Refused before the MCP server ran (a key refused at /mcp): the
+		// API's error envelope on the HTTP layer.
+		r.record(envelopeAnswer("mcp-refused", a.id, rec.Code, raw))
+		return 1
+	case json.Unmarshal(raw, &rpc) != nil || rpc.Result == nil || len(rpc.Result.StructuredContent) == 0:
 		ans := Answer{Kind: "mcp-protocol", AccountID: a.id, Status: rec.Code, Credits: new(int64)}
-		if rpc.Error == nil && rec.Code < 400 {
-			ans.Malformed = "neither a tool result nor an error: " + string(raw)
+		if rpc.Error == nil {
+			ans.Malformed = "neither a tool result nor a JSON-RPC error: " + string(raw)
 		}
 		r.record(ans)
 		return 1
