@@ -62,8 +62,11 @@ func ProfileFromEnv() (Profile, error) {
 type Env struct {
 	// Store is what the request path uses: the store with Faults in it.
 	Store store.Store
-	// Clean is the same store without faults: the population's setup,
-	// the console's key changes during the run, and the audit.
+	// Clean is the same store for the population's setup, the console's
+	// key changes during the run and the audit: without the wrapper that
+	// injects faults (embedded), or Store itself when the faults live in
+	// its client and Faults switches them off for setup and audit
+	// (DynamoDB; the console's changes then meet them too).
 	Clean store.Store
 	// Events takes the request path's usage events and reconciliations.
 	Events usage.Sink
