@@ -34,7 +34,7 @@ import (
 // Profile sizes a run.
 type Profile struct {
 	Name           string
-	Calls          int // client calls; a batch counts each item
+	Requests       int // HTTP requests (a batch is one, whatever its items)
 	Clients        int // concurrent clients
 	Accounts       int
 	KeysPerAccount int
@@ -42,8 +42,8 @@ type Profile struct {
 
 // The profiles: make test runs Short on both stores, make soak runs Full.
 var (
-	Short = Profile{Name: "short", Calls: 1000, Clients: 50, Accounts: 20, KeysPerAccount: 3}
-	Full  = Profile{Name: "full", Calls: 10000, Clients: 200, Accounts: 20, KeysPerAccount: 3}
+	Short = Profile{Name: "short", Requests: 1000, Clients: 50, Accounts: 20, KeysPerAccount: 3}
+	Full  = Profile{Name: "full", Requests: 10000, Clients: 200, Accounts: 20, KeysPerAccount: 3}
 )
 
 // ProfileFromEnv is the profile MERIDIAN_SOAK names (short when unset).
@@ -126,7 +126,7 @@ type run struct {
 	env      Env
 	api      http.Handler
 	accounts []account
-	issued   atomic.Int64 // calls issued so far
+	issued   atomic.Int64 // HTTP requests sent so far
 	seq      atomic.Int64
 	counter  *Counter
 
@@ -327,14 +327,14 @@ func (r *run) toggleKeys(ctx context.Context) (stop func()) {
 	return func() { close(done); wg.Wait() }
 }
 
-// queueOutage returns the function clients call as calls are issued: it
+// queueOutage returns the function clients call as requests are sent: it
 // takes the queue down between 30 % and 60 % of the load.
 func (r *run) queueOutage() func(issued int64) {
 	if r.env.QueueOutage == nil {
 		return func(int64) {}
 	}
 	var down, up sync.Once
-	total := int64(r.p.Calls)
+	total := int64(r.p.Requests)
 	return func(issued int64) {
 		switch {
 		case issued >= total*3/10 && issued < total*6/10:
@@ -350,7 +350,7 @@ func (r *run) queueOutage() func(issued int64) {
 	}
 }
 
-// client sends calls until the profile's count is issued.
+// client sends requests until the profile's count is sent.
 func (r *run) client(ctx context.Context, id int, outage func(int64)) {
 	remote := fmt.Sprintf("198.51.100.%d:%d", id%250+1, 40000+id)
 	for ctx.Err() == nil {
@@ -378,7 +378,7 @@ func (r *run) client(ctx context.Context, id int, outage func(int64)) {
 		}
 		issued := r.issued.Add(n)
 		outage(issued)
-		if issued >= int64(r.p.Calls) {
+		if issued >= int64(r.p.Requests) {
 			return
 		}
 	}
@@ -587,14 +587,14 @@ func (r *run) batch(ctx context.Context, remote string, a account, k popKey) int
 	rec, _ := r.call(ctx, remote, http.MethodPost, "/v1/batch", header, body, "")
 	if rec == nil {
 		r.record(Answer{Kind: "batch", AccountID: a.id, Lost: true})
-		return int64(n)
+		return 1
 	}
 	var wrapper struct {
 		Results []json.RawMessage `json:"results"`
 	}
 	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &wrapper) != nil {
 		r.record(envelopeAnswer("batch", a.id, rec.Code, rec.Body.Bytes()))
-		return int64(n)
+		return 1
 	}
 	for _, res := range wrapper.Results {
 		var status struct {
@@ -607,7 +607,7 @@ func (r *run) batch(ctx context.Context, remote string, a account, k popKey) int
 		r.record(Answer{Kind: "batch", AccountID: a.id, Status: rec.Code,
 			Malformed: fmt.Sprintf("%d results for %d items", len(wrapper.Results), n)})
 	}
-	return int64(n)
+	return 1
 }
 
 // mcp calls a data tool through /mcp (stateless JSON-RPC).
