@@ -230,7 +230,6 @@ func sortedKeys[V any](m map[string]V) []string {
 // requestBooks is everything the ledger and the reservations say of one
 // request id.
 type requestBooks struct {
-	accountID   string
 	debits      []store.Entry
 	refunds     []store.Entry
 	reservation *store.ReservationRecord
@@ -282,11 +281,13 @@ func checkAccount(r *Report, ab AccountBooks, leasesEnd time.Time, requests map[
 	if ab.Account.CreditsRemaining < 0 {
 		add(NegativeBalance, acct, "", "", "balance %d", ab.Account.CreditsRemaining)
 	}
+	// This account's requests, also filed in requests for the answers.
+	mine := map[string]*requestBooks{}
 	booksOf := func(id string) *requestBooks {
-		rb := requests[id]
+		rb := mine[id]
 		if rb == nil {
-			rb = &requestBooks{accountID: acct}
-			requests[id] = rb
+			rb = &requestBooks{}
+			mine[id], requests[id] = rb, rb
 		}
 		return rb
 	}
@@ -348,7 +349,7 @@ func checkAccount(r *Report, ab AccountBooks, leasesEnd time.Time, requests map[
 		add(BalanceMismatch, acct, "", "", "balance %d, grants %d − settled charges %d = %d", ab.Account.CreditsRemaining,
 			granted, settled, granted-settled)
 	}
-	checkReservations(ab, requests, add)
+	checkReservations(ab, mine, add)
 	checkKeys(r, ab, leasesEnd, add)
 }
 
@@ -366,9 +367,6 @@ func oldestFirst(entries []store.Entry) []store.Entry {
 func checkReservations(ab AccountBooks, requests map[string]*requestBooks, add func(kind, account, key, request, format string, args ...any)) {
 	acct := ab.Account.ID
 	for id, rb := range requests {
-		if rb.accountID != acct {
-			continue
-		}
 		res := rb.reservation
 		switch {
 		case res == nil && (len(rb.debits) > 0 || len(rb.refunds) > 0):

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,6 +22,7 @@ import (
 	"github.com/meridian-data/meridian/shared/app"
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/internal/devscripts"
 	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/upstream"
@@ -246,11 +246,11 @@ type upstreamSet struct {
 // upstream serves the repository's fixtures with the runner the local
 // server would build, its HTTP client marking the calls that reached it.
 func (r *run) upstream() (upstreamSet, func(), error) {
-	dir, err := fixturesDir()
+	root, err := devscripts.Root()
 	if err != nil {
 		return upstreamSet{}, nil, err
 	}
-	srv, err := replay.Load(dir)
+	srv, err := replay.Load(filepath.Join(root, replay.DefaultDir))
 	if err != nil {
 		return upstreamSet{}, nil, err
 	}
@@ -267,24 +267,6 @@ func (r *run) upstream() (upstreamSet, func(), error) {
 			BackoffBase: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond, Cooldown: 100 * time.Millisecond},
 	})
 	return upstreamSet{replay: srv, runner: runner}, func() { _ = stop() }, nil
-}
-
-// fixturesDir finds testdata/upstream above the working directory.
-func fixturesDir() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, replay.DefaultDir), nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("soak: no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // toggleKeys revokes and reactivates the toggled keys through the clean
