@@ -1,0 +1,235 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Monitor states.
+const (
+	MonitorActive = "active"
+	MonitorPaused = "paused"
+)
+
+// Why a monitor is paused (Monitor.PausedReason).
+const (
+	PausedByUser    = "paused_by_user"
+	PausedFailing   = "failing"
+	PausedKeyGone   = "key_not_active"
+	PausedEndpoint  = "endpoint_gone"
+	PausedNoBalance = "insufficient_credits"
+)
+
+// MaxMonitors caps an account's monitors.
+const MaxMonitors = 50
+
+// MonitorRunTTL is how long a monitor run and its data are kept.
+const MonitorRunTTL = 30 * 24 * time.Hour
+
+// MaxDocumentBytes bounds a stored run's data, changes, or a job's result
+// (a DynamoDB item holds 400 KB, and the rest of the item needs room).
+const MaxDocumentBytes = 350 << 10
+
+// Monitor is an account's schedule for one data operation with fixed
+// parameters. Each run is a call of that operation made with KeyID.
+type Monitor struct {
+	ID        string
+	AccountID string
+	KeyID     string
+	Name      string
+	Platform  string
+	Endpoint  string            // the endpoint id after the platform: "search", "profile/repos"
+	Params    map[string]string // the canonical parameters each run sends
+	// IntervalMinutes is the time between scheduled runs.
+	IntervalMinutes int
+	State           string // MonitorActive or MonitorPaused
+	PausedReason    string // one of the Paused* values; empty while active
+	PausedMessage   string // what the caller reads: why it paused
+	// ConsecutiveFailures counts the runs since the last success that did
+	// not succeed; a success resets it, and so does a resume.
+	ConsecutiveFailures int
+	LastRunAt           *time.Time // scheduled time of the latest completed run
+	LastRunStatus       string     // its status (RunSucceeded, RunFailed, RunRefused)
+	// LastSucceededRun is the id of the latest succeeded run: the run a
+	// new one's changes are computed against.
+	LastSucceededRun string
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
+// Monitor run states.
+const (
+	RunRunning   = "running"
+	RunSucceeded = "succeeded"
+	RunFailed    = "failed"  // the call ran and failed (its reservation refunded)
+	RunRefused   = "refused" // the call was refused before it ran (credits, limits, key)
+)
+
+// MonitorRun is one scheduled run. Its id is derived from its scheduled
+// time (RunID), so a duplicate delivery of one scheduled time names the
+// same run and never runs (or charges) twice.
+type MonitorRun struct {
+	ID          string
+	MonitorID   string
+	AccountID   string
+	ScheduledAt time.Time
+	// Claim identifies the attempt that holds the run while it is
+	// running; only that attempt completes it.
+	Claim      string
+	Attempt    int // 1 for the first claim; a claim taken over after its lease ended adds one
+	Status     string
+	HTTPStatus int
+	RequestID  string // the call's request id (its ledger entries name it)
+	// CreditsUsed is what the call was charged: 0 for a failure or
+	// refusal, nil when its charge was pending reconciliation.
+	CreditsUsed  *int64
+	ErrorType    string
+	ErrorMessage string
+	Data         []byte // the success envelope's data, JSON
+	Changes      []byte // what changed since the previous succeeded run, JSON; nil for the first
+	StartedAt    time.Time
+	FinishedAt   *time.Time
+	LeaseUntil   time.Time
+	ExpiresAt    time.Time
+}
+
+// RunID names the run of a monitor at a scheduled time: "run_" and the
+// Unix second, zero-padded, so ids sort as times do.
+func RunID(scheduledAt time.Time) string {
+	return fmt.Sprintf("run_%012d", scheduledAt.Unix())
+}
+
+// RunQuery pages a monitor's runs, newest scheduled time first.
+type RunQuery struct {
+	Limit  int
+	Cursor string // opaque, from the previous page
+}
+
+// RunPage is one page of runs.
+type RunPage struct {
+	Runs       []MonitorRun
+	NextCursor string // empty when there is no further page
+}
+
+// Monitors keep monitors and their runs. Reads are owner-bound: another
+// account's monitor is ErrNotFound, like one that does not exist.
+type Monitors interface {
+	// CreateMonitor stores m (ID, AccountID, KeyID, State and times set by
+	// the caller); ErrTooManyMonitors when the account already holds
+	// MaxMonitors, ErrInvalid for a missing id, account or key.
+	CreateMonitor(ctx context.Context, m Monitor) (Monitor, error)
+	Monitor(ctx context.Context, accountID, id string) (Monitor, error)
+	// ListMonitors lists the account's monitors, oldest first.
+	ListMonitors(ctx context.Context, accountID string) ([]Monitor, error)
+	// AllMonitors lists every account's monitors: the local scheduler
+	// reads it when it starts. No request path calls it.
+	AllMonitors(ctx context.Context) ([]Monitor, error)
+	// SetMonitorState pauses (MonitorPaused, with reason and message) or
+	// resumes (MonitorActive: reason, message and ConsecutiveFailures
+	// cleared) a monitor.
+	SetMonitorState(ctx context.Context, accountID, id, state, reason, message string, now time.Time) (Monitor, error)
+	// DeleteMonitor removes the monitor; its runs stay readable by
+	// neither API and age out with their TTL. ErrNotFound when absent.
+	DeleteMonitor(ctx context.Context, accountID, id string) error
+
+	// ClaimRun takes run r (ID, MonitorID, AccountID, ScheduledAt, Claim,
+	// RequestID, StartedAt set; Status running) unless it is already
+	// stored: a run that finished, or one still running under its lease,
+	// is returned with false. A running run whose lease ended at or
+	// before now (its worker died) is taken over: Attempt goes up by one
+	// and the new claim, request id and lease replace the old.
+	ClaimRun(ctx context.Context, r MonitorRun, now time.Time) (MonitorRun, bool, error)
+	// CompleteRun writes the finished run r (Status not running) if r.Claim
+	// still holds it (ErrNotClaimed otherwise), and updates its monitor in
+	// the same atomic step: LastRunAt, LastRunStatus, LastSucceededRun on
+	// success, ConsecutiveFailures (0 on success, one more otherwise).
+	// When the failures reach pauseAfter (0: never) an active monitor is
+	// paused with PausedFailing and pauseMessage; pauseReason, when not
+	// empty, pauses it at once with that reason (a key revoked). A monitor
+	// deleted meanwhile: the run is written alone and ErrNotFound returned.
+	CompleteRun(ctx context.Context, r MonitorRun, pauseAfter int, pauseReason, pauseMessage string) (Monitor, error)
+	// Run reads one run; ErrNotFound when absent, expired by now, or
+	// another account's.
+	Run(ctx context.Context, accountID, monitorID, runID string, now time.Time) (MonitorRun, error)
+	// Runs pages the monitor's runs, newest scheduled time first, leaving
+	// out runs expired by now. A bad cursor is ErrBadCursor.
+	Runs(ctx context.Context, accountID, monitorID string, q RunQuery, now time.Time) (RunPage, error)
+}
+
+// Errors of Monitors and Jobs.
+var (
+	ErrTooManyMonitors = fmt.Errorf("store: an account holds at most %d monitors", MaxMonitors)
+	ErrNotClaimed      = errors.New("store: another attempt holds this run")
+	ErrJobExists       = errors.New("store: the job id is taken")
+)
+
+// Web job states.
+const (
+	JobQueued    = "queued"
+	JobRunning   = "running"
+	JobSucceeded = "succeeded"
+	JobFailed    = "failed"
+)
+
+// JobTTL is how long a job and its result are kept.
+const JobTTL = 7 * 24 * time.Hour
+
+// Job is a long operation accepted with async=1: its reservation was made
+// by the accepting request (RequestID), and its outcome settles or
+// refunds it once.
+type Job struct {
+	ID        string
+	AccountID string
+	KeyID     string
+	KeyPrefix string
+	KeyHash   string // names the key's limits while the job's legs run
+	RequestID string // the accepting request: the reservation and its ledger entries
+	Platform  string
+	Endpoint  string            // endpoint id after the platform
+	Params    map[string]string // canonical parameters
+	Cost      int64
+	State     string
+	// Progress: the operation's steps done of total (0 of 0 before it
+	// knows how many there are).
+	ProgressDone  int
+	ProgressTotal int
+	Attempts      int // how many times a worker started it
+	// Status and Result are the HTTP status and full envelope the call
+	// would have answered, once finished.
+	Status int
+	Result []byte
+	// Billed: the outcome's settle or refund landed.
+	Billed     bool
+	CreatedAt  time.Time
+	StartedAt  *time.Time
+	FinishedAt *time.Time
+	LeaseUntil time.Time // while running: a worker that died is taken over after it
+	ExpiresAt  time.Time
+}
+
+// Jobs keep web jobs. Reads are owner-bound and check expiry themselves.
+type Jobs interface {
+	// CreateJob stores a queued job; ErrJobExists when the id is taken,
+	// ErrInvalid for a missing id, account or request id.
+	CreateJob(ctx context.Context, j Job) error
+	// Job reads a job; ErrNotFound when absent, expired by now, or another
+	// account's.
+	Job(ctx context.Context, accountID, id string, now time.Time) (Job, error)
+	// StartJob moves a queued job, or a running one whose lease ended at or
+	// before now, to running under leaseUntil, Attempts one more, and
+	// reports true. A finished job, or one running under a live lease, is
+	// returned with false.
+	StartJob(ctx context.Context, accountID, id string, now, leaseUntil time.Time) (Job, bool, error)
+	// JobProgress records progress of a running job (ignored otherwise).
+	JobProgress(ctx context.Context, accountID, id string, done, total int) error
+	// FinishJob stores the outcome (JobSucceeded or JobFailed, its status
+	// and envelope) unless the job already finished: the first outcome
+	// wins, and the stored job is returned either way.
+	FinishJob(ctx context.Context, accountID, id, state string, status int, result []byte, now time.Time) (Job, error)
+	// MarkJobBilled records that the outcome's settle or refund landed;
+	// result, when not nil, replaces the stored envelope (a settle that
+	// found the reservation already refunded reports credits_used 0).
+	MarkJobBilled(ctx context.Context, accountID, id string, result []byte) error
+}
