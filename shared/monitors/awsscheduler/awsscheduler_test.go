@@ -40,7 +40,7 @@ func monitor(id string, minutes int, state string) store.Monitor {
 // schedule is what a fake keeps of one schedule.
 type schedule struct {
 	Group, Name, Description, Expression, FlexMode, State, ActionAfterCompletion string
-	Target                                                                      *types.Target
+	Target                                                                       *types.Target
 }
 
 // fake is an in-memory EventBridge Scheduler with the API's errors.
