@@ -45,7 +45,14 @@ type StoreKeys struct{ Store store.Store }
 
 // Authenticate implements KeySource.
 func (s StoreKeys) Authenticate(ctx context.Context, key string) (Principal, error) {
-	k, err := s.Store.KeyByHash(ctx, Hash(key))
+	return s.AuthenticateHash(ctx, Hash(key))
+}
+
+// AuthenticateHash is Authenticate for a key known by its stored hash: a
+// call Meridian makes for an account (a monitor's run), which never holds
+// the key itself. The key's current state applies as for any request.
+func (s StoreKeys) AuthenticateHash(ctx context.Context, hash string) (Principal, error) {
+	k, err := s.Store.KeyByHash(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && k.Status != store.KeyActive) {
 		return Principal{}, ErrUnknownKey
 	}
@@ -58,7 +65,11 @@ func (s StoreKeys) Authenticate(ctx context.Context, key string) (Principal, err
 // Enter authenticates key and admits its request in one step (store.Gate):
 // ErrUnknownKey for a key that is unknown, revoked or deleted.
 func Enter(ctx context.Context, g store.Gate, key, requestID string, now time.Time, rules store.LimitRules, slot bool) (Principal, store.Admission, error) {
-	hash := Hash(key)
+	return EnterHash(ctx, g, Hash(key), requestID, now, rules, slot)
+}
+
+// EnterHash is Enter for a key known by its stored hash (AuthenticateHash).
+func EnterHash(ctx context.Context, g store.Gate, hash, requestID string, now time.Time, rules store.LimitRules, slot bool) (Principal, store.Admission, error) {
 	k, a, err := g.Enter(ctx, hash, requestID, now, rules, slot)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrKeyInactive) {
 		return Principal{}, store.Admission{}, ErrUnknownKey

@@ -174,6 +174,18 @@ func operation(e *registry.Endpoint, schemas DataSchemas, defs obj, rs *response
 			"description": "event: leg / data: {platform, endpoint, status, ok, request_id, cached, count, items | error, progress {done, total}}; then event: result / data: the envelope."}}
 	}
 	responses := obj{"200": success}
+	if e.Async {
+		responses["202"] = obj{
+			"description": "With async=1: the call is accepted as a web job. Its cost is reserved (credits_used is null until the job ends); " +
+				"poll data.url (GET /v1/web/jobs/{id}) for its state and, once done, the envelope this call would have returned. " +
+				"A cached answer is returned at once with 200, as without async.",
+			"headers": obj{
+				"x-request-id": obj{"$ref": "#/components/headers/XRequestId"},
+				"location":     obj{"description": "The job's URL, as data.url.", "schema": obj{"type": "string"}},
+			},
+			"content": obj{"application/json": obj{"schema": ref("JobAccepted")}},
+		}
+	}
 	for _, o := range outcomes(e) {
 		responses[statusKey(o.status)] = rs.errorResponse(e, o)
 	}
@@ -400,6 +412,31 @@ func baseSchemas() obj {
 					},
 				},
 			}},
+		},
+		"JobAccepted": obj{
+			"type":        "object",
+			"description": "The 202 that accepts a web job (async=1): the success envelope with the job in data and credits_used null (reserved, not yet charged).",
+			"required":    []any{"success", "platform", "endpoint", "data", "credits_used", "request_id"},
+			"properties": obj{
+				"success":           obj{"const": true},
+				"platform":          obj{"type": "string"},
+				"endpoint":          obj{"type": "string"},
+				"credits_used":      obj{"type": "null"},
+				"credits_remaining": obj{"type": "number"},
+				"request_id":        obj{"type": "string", "pattern": "^req_"},
+				"data": obj{
+					"type":     "object",
+					"required": []any{"job_id", "state", "url", "credits_reserved", "created_at", "expires_at"},
+					"properties": obj{
+						"job_id":           obj{"type": "string", "pattern": "^job_[a-z0-9]{26}$"},
+						"state":            obj{"const": "queued"},
+						"url":              obj{"type": "string", "description": "GET it for the job's state and result."},
+						"credits_reserved": obj{"type": "number"},
+						"created_at":       obj{"type": "string", "format": "date-time"},
+						"expires_at":       obj{"type": "string", "format": "date-time", "description": "The job and its result are kept until then (7 days)."},
+					},
+				},
+			},
 		},
 		"BatchWrapper": obj{
 			"type":        "object",

@@ -62,8 +62,10 @@ func outcomes(e *registry.Endpoint) []outcome {
 	if e.Platform == "batch" {
 		add(413, envelope.InvalidParameters, "the body is over the size limit")
 	}
-	if get {
+	if e.Platform != "batch" {
 		add(422, envelope.InvalidParameters, "a missing, blank or invalid parameter value (details.field, reason; missing)")
+	}
+	if get {
 		add(422, envelope.InvalidParameters, "an Idempotency-Key reused for a different request, or longer than 255 characters")
 	}
 	add(429, envelope.RateLimited, "more than 600 requests a minute or 25 in flight for the key, or repeated invalid keys (retry-after)")
@@ -179,6 +181,8 @@ func traits(e *registry.Endpoint) string {
 	t := ""
 	if e.Platform == "batch" {
 		t += "_Batch"
+	} else if m := e.HTTPMethod(); m != http.MethodGet {
+		t += "_" + camel(m, "_") // no Bearer, no Idempotency-Key
 	}
 	if e.FairUse > 0 {
 		t += "_Metered"

@@ -58,9 +58,11 @@ func Parse(raw string) (Query, *envelope.Error) {
 // Result is a validated request.
 type Result struct {
 	// Values maps canonical names to canonical values, defaults applied,
-	// aliases folded; dry_run is not among them.
+	// aliases folded; dry_run and async are not among them.
 	Values map[string]string
 	DryRun bool
+	// Async: the caller asked for a web job (async=1).
+	Async bool
 }
 
 // CacheKey is the canonical query: equivalent spellings share it.
@@ -110,8 +112,12 @@ func Validate(e *registry.Endpoint, q Query, pathParams map[string]string) (Resu
 			problems = append(problems, problem)
 			continue
 		}
-		if p.Name == "dry_run" {
+		switch p.Name {
+		case "dry_run":
 			res.DryRun = canonical == "true"
+			continue
+		case "async":
+			res.Async = canonical == "true"
 			continue
 		}
 		res.Values[p.Name] = canonical

@@ -51,7 +51,8 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 	// beside authentication and admission, and is used only once both
 	// have passed (a refused request never sees cached data).
 	var lookup *cacheLookup
-	if qerr == nil && verr == nil && !sandbox && auth.WellFormed(auth.FromRequest(x.r, x.r.Method == http.MethodGet).Key) {
+	_, runAs := x.r.Context().Value(runAsKey{}).(string)
+	if qerr == nil && verr == nil && !sandbox && (runAs || auth.WellFormed(auth.FromRequest(x.r, x.r.Method == http.MethodGet).Key)) {
 		lookup = p.startLookup(x, e, validated)
 	}
 	principal, aerr := p.authenticate(x, query, x.r.Method == http.MethodGet, metered)
@@ -102,6 +103,9 @@ func (p *Pipeline) authenticate(x *exchange, query params.Query, bearerAllowed, 
 		return auth.Principal{}, unauthorized("query_string_key_rejected",
 			"API keys are not accepted in the query string; send the x-api-key header. Treat the exposed key as compromised and rotate it.")
 	}
+	if hash, ok := x.r.Context().Value(runAsKey{}).(string); ok {
+		return p.authenticateHash(x, hash, metered)
+	}
 	presented := auth.FromRequest(x.r, bearerAllowed)
 	client := clientOf(x.r)
 	if presented.Key != "" && p.cfg.Throttle != nil {
@@ -134,6 +138,37 @@ func (p *Pipeline) authenticate(x *exchange, query params.Query, bearerAllowed, 
 	}
 	if errors.Is(err, auth.ErrUnknownKey) {
 		p.invalidKey(client)
+	}
+	return p.authenticated(x, principal, err)
+}
+
+// runAsKey marks a call Meridian makes for an account with one of its
+// keys, known by its stored hash (a monitor's run). Only in-process code
+// sets it; nothing a client sends can.
+type runAsKey struct{}
+
+// authenticateHash authenticates and admits a call made with a key known
+// by its hash, under the same rules as a presented key.
+func (p *Pipeline) authenticateHash(x *exchange, hash string, metered bool) (auth.Principal, *envelope.Error) {
+	keys, ok := p.cfg.Keys.(auth.StoreKeys)
+	if !ok {
+		return p.authenticated(x, auth.Principal{}, errors.New("pipeline: calls for an account need the store's keys"))
+	}
+	if p.gate != nil && metered {
+		principal, a, err := auth.EnterHash(x.r.Context(), p.gate, hash, x.requestID, p.cfg.Now(), p.cfg.LimitRules, !hasIdempotencyKey(x))
+		if errors.Is(err, store.ErrContended) {
+			return auth.Principal{}, contended(p.cfg.LimitRules)
+		}
+		x.entered = &a
+		return p.authenticated(x, principal, err)
+	}
+	principal, err := keys.AuthenticateHash(x.r.Context(), hash)
+	return p.authenticated(x, principal, err)
+}
+
+// authenticated maps a key lookup's outcome to the principal or its refusal.
+func (p *Pipeline) authenticated(x *exchange, principal auth.Principal, err error) (auth.Principal, *envelope.Error) {
+	if errors.Is(err, auth.ErrUnknownKey) {
 		return auth.Principal{}, unauthorized("invalid_api_key", "The API key is not valid.")
 	}
 	if err != nil {

@@ -232,7 +232,7 @@ func notFoundDetails(rawURL string, rerr *envelope.Error) map[string]any {
 // endpoint it serves; a registry always has one to pick).
 func example(src endpointSource, e *registry.Endpoint, base string) exampleRequest {
 	ex := exampleCall(e, base, e.Path())
-	if e.HTTPMethod() != http.MethodPost {
+	if e.Platform != "batch" {
 		return ex
 	}
 	item := quickstart(src, "")
@@ -261,8 +261,16 @@ func exampleCall(e *registry.Endpoint, base, path string) exampleRequest {
 	}
 	return exampleRequest{
 		Method: e.HTTPMethod(), URL: target, Headers: map[string]string{"x-api-key": keyPlaceholder},
-		Curl: "curl -s '" + target + "' -H 'x-api-key: " + keyPlaceholder + "'",
+		Curl: "curl -s " + methodFlag(e) + "'" + target + "' -H 'x-api-key: " + keyPlaceholder + "'",
 	}
+}
+
+// methodFlag is curl's -X for an endpoint that is not a GET.
+func methodFlag(e *registry.Endpoint) string {
+	if m := e.HTTPMethod(); m != http.MethodGet {
+		return "-X " + m + " "
+	}
+	return ""
 }
 
 // quickstart picks the cheapest data endpoint of src (of a platform),

@@ -140,6 +140,25 @@ type legs struct {
 	extra   []string // slot ids of the extra slots held
 	full    bool     // the key refused another slot: stop asking
 	serial  int
+	// progress, when set, hears of every leg started (total) and finished
+	// (done): a web job reports it to its pollers.
+	progress    func(done, total int)
+	done, total int
+}
+
+// step counts a leg started or finished for progress.
+func (l *legs) step(started bool) {
+	if l.progress == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if started {
+		l.total++
+	} else {
+		l.done++
+	}
+	l.progress(l.done, l.total)
 }
 
 func (p *Pipeline) newLegs(x *exchange, c *Call) *legs {
@@ -255,6 +274,8 @@ func (l *legs) Run(ctx context.Context, req LegRequest) LegResult {
 	if e, ok := l.p.cfg.Registry.Endpoint(req.Key); ok {
 		r.Platform, r.Endpoint = e.Platform, e.Path()
 	}
+	l.step(true)
+	defer l.step(false)
 	if !l.acquire(ctx) {
 		// The call ended before this leg ran.
 		r.Envelope = failureJSON(envelope.New(envelope.UpstreamTimeout, http.StatusGatewayTimeout,

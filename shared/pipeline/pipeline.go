@@ -18,6 +18,7 @@ import (
 	"github.com/meridian-data/meridian/shared/assist"
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/monitors"
 	"github.com/meridian-data/meridian/shared/openapi"
 	"github.com/meridian-data/meridian/shared/params"
 	"github.com/meridian-data/meridian/shared/registry"
@@ -124,6 +125,18 @@ type Config struct {
 	// URLPolicy, when set, refuses URL-typed parameters that lead to
 	// non-public addresses (422) before any fetch or charge.
 	URLPolicy *upstream.URLPolicy
+	// Monitors keeps monitors and their runs; with a Scheduler (one
+	// schedule per monitor), /v1/monitors is served and RunMonitor runs
+	// what the schedules deliver. MonitorPauseAfter is how many runs in a
+	// row may fail before a monitor pauses itself (0: the default, 5).
+	Monitors          store.Monitors
+	Scheduler         monitors.Scheduler
+	MonitorPauseAfter int
+	// Jobs keeps web jobs; with a JobQueue, endpoints marked Async accept
+	// async=1 (202), RunJob runs what the queue delivers, and
+	// /v1/web/jobs/{id} answers their state.
+	Jobs     store.Jobs
+	JobQueue monitors.JobQueue
 	// After runs the work a request leaves for after its response (slot
 	// release, settle, cache write, idempotent outcome) so the caller
 	// never waits for it; nil runs it before ServeHTTP returns, after the
@@ -202,6 +215,14 @@ func New(cfg Config) *Pipeline {
 		}
 	}
 	builtins["batch"] = p.batch
+	if cfg.Monitors != nil && cfg.Scheduler != nil && cfg.Store != nil {
+		for k, h := range p.monitorHandlers() {
+			builtins[k] = h
+		}
+	}
+	if cfg.Jobs != nil {
+		builtins["web/jobs/{id}"] = p.jobHandler
+	}
 	if cfg.Outcomes != nil {
 		builtins["status"] = p.statusHandler
 		builtins["credits/usage"] = p.usageHandler

@@ -423,7 +423,7 @@ var stayParams = []Param{
 
 var webAndBundles = []Endpoint{
 	{
-		Platform: "web", ID: "social-profiles", Family: Web, Kind: Data, Cost: 15, Origin: SpecListed, FairUse: metered,
+		Platform: "web", ID: "social-profiles", Family: Web, Kind: Data, Cost: 15, Origin: SpecListed, FairUse: metered, Async: true,
 		Name: "Linked social profiles", Description: "Profiles on other platforms linked to a known profile, with evidence.",
 		Params: []Param{
 			P("platform", String, "Platform of the known profile.").Req().OneOf(profilePlatforms...).Ex("microblog_b"),
@@ -433,12 +433,15 @@ var webAndBundles = []Endpoint{
 	{
 		Platform: "web", ID: "jobs/{id}", Family: Web, Kind: ServiceOwned, Cost: 0, Origin: SpecNamed,
 		Name: "Web job", Description: "State and result of an asynchronous web job.",
-		Params:     []Param{P("id", String, "Job id.").Req().Match("[A-Za-z0-9_-]{1,64}", "a job id").Ex("job_01jb2c3d4e")},
+		Params:     []Param{P("id", String, "Job id, from the 202 that accepted the call.").Req().Match("job_[a-z0-9]{26}", "a job id such as job_01jb2c3d4e5f6g7h8j9k0m1n2p").Ex("job_01jb2c3d4e5f6g7h8j9k0m1n2p")},
 		MayNotFind: true,
-		Decision:   "A job is read by its id alone, lifted from the path; reading it is free because the job's own call was charged.",
+		Decision: "A job is read by its id alone, lifted from the path, by the account that started it (any other: 404); " +
+			"reading it is free because the job's own call was charged. data: id, state (queued, running, succeeded, failed), " +
+			"progress {done, total}, the operation (platform, endpoint, params), attempts, created_at, started_at, finished_at, " +
+			"expires_at (7 days after creation), and once finished status and result: the full envelope the call would have returned.",
 	},
 	{
-		Platform: "bundle", ID: "creator-vetting", Family: Bundle, Kind: Data, Cost: 8, Origin: SpecListed, FairUse: metered / 4,
+		Platform: "bundle", ID: "creator-vetting", Family: Bundle, Kind: Data, Cost: 8, Origin: SpecListed, FairUse: metered / 4, Async: true,
 		Name: "Creator vetting bundle",
 		Description: "Engagement evidence for a creator from sampled posts and comments; no authenticity grade is inferred. " +
 			"Built from the platform's profile, posts and comments operations (legs cost nothing; the bundle charges its price once, and nothing when the posts cannot be read). " +
@@ -557,10 +560,58 @@ var service = []Endpoint{
 		Name: "Status", Description: "Per-platform requests, error rate, p50 and p95 latency and state over the last 15 minutes.",
 	},
 	{
-		Platform: "monitors", ID: "{id}/runs", Family: Service, Kind: ServiceOwned, Origin: SpecNamed,
-		Name: "Monitor runs", Description: "Runs of a monitor, newest first.",
+		Platform: "monitors", ID: "", Family: Service, Kind: ServiceOwned, Origin: Addition,
+		Name: "Monitors", Description: "The account's monitors, oldest first: each one's operation, schedule, state and latest run.",
+		Decision: "Issue 23: monitors are listed per account (the key's); at most 50, so one page holds them all.",
+	},
+	{
+		Platform: "monitors", ID: "create", Family: Service, Kind: ServiceOwned, Method: "POST", Origin: Addition,
+		Name: "Create monitor", Description: "Schedule one data operation with fixed parameters: a run every interval_minutes, " +
+			"each a real call made with this key (billed, limited and ledgered like any call, with its own request_id).",
 		Params: []Param{
-			P("id", String, "Monitor id.").Req().Match("[A-Za-z0-9_-]{1,64}", "a monitor id").Ex("mon_01jb2c3d4e"),
+			P("platform", String, "Platform of the operation, e.g. company_registry.").Req().Len(64).Ex("company_registry"),
+			P("endpoint", String, "Endpoint of the operation after the platform, e.g. search or profile/repos.").Req().Len(128).Ex("search"),
+			P("params", String, "The operation's parameters as a JSON object of strings, numbers and booleans, e.g. {\"query\":\"acme\"}; "+
+				"validated now as the operation validates them.").Len(8192).Ex(`{"query":"acme"}`),
+			P("interval_minutes", Integer, "Minutes between runs, 5 to 10080 (a week).").Range(5, 10080).Def("60"),
+			P("name", String, "A name to recognise the monitor by.").Len(100).Ex("Acme filings"),
+		},
+		Decision: "Issue 23: the fields of a batch item (platform, endpoint, params) plus the schedule, as query parameters " +
+			"so that validation, OpenAPI and MCP read one declaration; the monitor runs with the key that created it.",
+	},
+	{
+		Platform: "monitors", ID: "{id}", Family: Service, Kind: ServiceOwned, Origin: Addition,
+		Name: "Monitor", Description: "One monitor: its operation, schedule, state (and why it is paused) and latest run.",
+		Params:     []Param{P("id", String, "Monitor id.").Req().Match("mon_[a-z0-9]{26}", "a monitor id such as mon_01jb2c3d4e5f6g7h8j9k0m1n2p").Ex("mon_01jb2c3d4e5f6g7h8j9k0m1n2p")},
+		MayNotFind: true,
+		Decision:   "Issue 23: read by the id lifted from the path, by the account that owns it (any other: 404).",
+	},
+	{
+		Platform: "monitors", ID: "{id}/pause", Family: Service, Kind: ServiceOwned, Method: "POST", Origin: Addition,
+		Name: "Pause monitor", Description: "Stop scheduling runs until resumed; a run already started still finishes.",
+		Params:     []Param{P("id", String, "Monitor id.").Req().Match("mon_[a-z0-9]{26}", "a monitor id such as mon_01jb2c3d4e5f6g7h8j9k0m1n2p").Ex("mon_01jb2c3d4e5f6g7h8j9k0m1n2p")},
+		MayNotFind: true,
+		Decision:   "Issue 23: a POST per state change (the registry gives each path one method).",
+	},
+	{
+		Platform: "monitors", ID: "{id}/resume", Family: Service, Kind: ServiceOwned, Method: "POST", Origin: Addition,
+		Name: "Resume monitor", Description: "Schedule runs again; clears the pause reason and the count of failed runs.",
+		Params:     []Param{P("id", String, "Monitor id.").Req().Match("mon_[a-z0-9]{26}", "a monitor id such as mon_01jb2c3d4e5f6g7h8j9k0m1n2p").Ex("mon_01jb2c3d4e5f6g7h8j9k0m1n2p")},
+		MayNotFind: true,
+		Decision:   "Issue 23: a POST per state change (the registry gives each path one method).",
+	},
+	{
+		Platform: "monitors", ID: "{id}/delete", Family: Service, Kind: ServiceOwned, Method: "POST", Origin: Addition,
+		Name: "Delete monitor", Description: "Delete the monitor and its schedule; its runs are no longer readable. No undo.",
+		Params:     []Param{P("id", String, "Monitor id.").Req().Match("mon_[a-z0-9]{26}", "a monitor id such as mon_01jb2c3d4e5f6g7h8j9k0m1n2p").Ex("mon_01jb2c3d4e5f6g7h8j9k0m1n2p")},
+		MayNotFind: true,
+		Decision:   "Issue 23: a POST rather than DELETE on the monitor's path, which answers GET (the registry gives each path one method).",
+	},
+	{
+		Platform: "monitors", ID: "{id}/runs", Family: Service, Kind: ServiceOwned, Origin: SpecNamed,
+		Name: "Monitor runs", Description: "Runs of a monitor, newest first: time, status, credits, request_id, data (kept 30 days) and what changed since the previous successful run.",
+		Params: []Param{
+			P("id", String, "Monitor id.").Req().Match("mon_[a-z0-9]{26}", "a monitor id such as mon_01jb2c3d4e5f6g7h8j9k0m1n2p").Ex("mon_01jb2c3d4e5f6g7h8j9k0m1n2p"),
 			P("limit", Integer, "Runs per page, 1-100.").Range(1, 100).Def("20"),
 			cursorParam,
 		},

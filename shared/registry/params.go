@@ -135,5 +135,10 @@ var aiAssistParams = []Param{
 	P("tokens", Integer, "Soft response-size target for fit=goal; the result may exceed it.").Range(256, 32000),
 }
 
+// asyncParam is accepted by the endpoints marked Async.
+var asyncParam = P("async", Boolean, "Truthy (e.g. 1): accept the call as a web job and answer 202 at once with its id and URL; "+
+	"its credits are reserved now and settled or refunded when it ends. GET /v1/web/jobs/{id} answers its state, progress and, once done, "+
+	"the envelope this call would have returned. Jobs are kept 7 days.")
+
 // dryRunParam is accepted by every data endpoint (spec 4).
 var dryRunParam = P("dry_run", Boolean, "Truthy (e.g. 1): a zero-credit estimate that fetches no sources, runs no AI and reserves no credits.")

@@ -141,6 +141,12 @@ func (e *Endpoint) prepare() error {
 	if e.AI {
 		all = append(all, aiAssistParams...)
 	}
+	if e.Async {
+		if e.Kind != Data || e.Cost <= 0 {
+			return fmt.Errorf("only a paid data endpoint runs as a web job (Async)")
+		}
+		all = append(all, asyncParam)
+	}
 	if e.Kind == Data {
 		all = append(all, dryRunParam)
 	}

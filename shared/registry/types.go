@@ -184,6 +184,9 @@ type Endpoint struct {
 	// data endpoint may); the OpenAPI document lists that response.
 	MayNotFind bool
 	Streams    bool // accepts stream=1 (spec 4.4)
+	// Async accepts async=1: the call is accepted as a web job (202) and
+	// runs in the worker; GET /v1/web/jobs/{id} answers its outcome.
+	Async      bool
 	Deprecated *Deprecation
 	// RetiredFor, when set, retires the endpoint: it answers 410 naming this successor path.
 	RetiredFor string
@@ -250,7 +253,7 @@ func (e *Endpoint) CacheFor() time.Duration {
 func (e *Endpoint) Retired() bool { return e.RetiredFor != "" }
 
 // Accepted lists every parameter the endpoint validates, in declaration
-// order: its own, then the AI-assist set, then dry_run.
+// order: its own, then the AI-assist set, then async, then dry_run.
 func (e *Endpoint) Accepted() []*Param { return e.accepted }
 
 // Lookup finds a parameter by canonical name or alias.

@@ -32,3 +32,19 @@ func NewEntryID() string {
 	}
 	return "txn_" + hex.EncodeToString(id[:])
 }
+
+// resourceEncoding spells ids of resources a caller names in paths
+// (monitors, jobs): lowercase letters and digits only.
+var resourceEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
+
+func resourceID(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return prefix + resourceEncoding.EncodeToString(b[:])
+}
+
+// NewMonitorID returns mon_ plus 26 characters of 128 random bits.
+func NewMonitorID() string { return resourceID("mon_") }
+
+// NewJobID returns job_ plus 26 characters of 128 random bits.
+func NewJobID() string { return resourceID("job_") }
