@@ -27,6 +27,9 @@ import (
 	"github.com/meridian-data/meridian/shared/composite"
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/gateway"
+	"github.com/meridian-data/meridian/shared/monitors"
+	"github.com/meridian-data/meridian/shared/monitors/awsscheduler"
+	"github.com/meridian-data/meridian/shared/queue/sqsqueue"
 	"github.com/meridian-data/meridian/shared/openapi"
 	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/registry"
@@ -85,6 +88,11 @@ type Deps struct {
 	// After runs each request's store writes that its answer does not wait
 	// for (pipeline.Config.After); nil runs them before the answer returns.
 	After *afterwork.Queue
+	// Scheduler keeps one schedule per monitor (EventBridge Scheduler in
+	// AWS, in process locally); nil serves no /v1/monitors.
+	Scheduler monitors.Scheduler
+	// Jobs queues web jobs (async=1) for the worker; nil accepts none.
+	Jobs monitors.JobQueue
 	// emitter is Events when a Lambda function must flush it after each invocation.
 	emitter *usage.Emitter
 }
@@ -141,6 +149,8 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 	fairUse, _ := deps.Store.(store.FairUse)
 	outcomes, _ := deps.Store.(store.Outcomes)
 	recalls, _ := deps.Store.(store.Recalls)
+	monitorStore, _ := deps.Store.(store.Monitors)
+	jobs, _ := deps.Store.(store.Jobs)
 	var urlPolicy *upstream.URLPolicy
 	runner := deps.Upstream
 	if runner != nil {
@@ -178,6 +188,10 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 		Contact:       contact(),
 		Logger:        logger,
 		After:         deps.After,
+		Monitors:      monitorStore,
+		Scheduler:     deps.Scheduler,
+		Jobs:          jobs,
+		JobQueue:      deps.Jobs,
 	}
 }
 
@@ -235,6 +249,16 @@ func LambdaDeps(ctx context.Context, logger *slog.Logger) (Deps, error) {
 	}
 	runner := NewUpstream(logger, lookup, "")
 	deps := Deps{Store: s, Throttle: ThrottleFromEnv(), Upstream: runner, Pages: PublicPages(runner, lookup, ""), Model: m, AdminToken: admin}
+	if sched, err := awsscheduler.NewFromEnv(ctx); err != nil {
+		return Deps{}, err
+	} else if sched != nil {
+		deps.Scheduler = sched
+	}
+	if jobs, err := sqsqueue.NewJobQueueFromEnv(ctx); err != nil {
+		return Deps{}, err
+	} else if jobs != nil {
+		deps.Jobs = jobs
+	}
 	if s != nil {
 		e, err := queueEmitter(ctx, s, logger)
 		if err != nil {
@@ -357,6 +381,26 @@ Try:
 	return s, nil
 }
 
+// LocalRuns gives the local server what the worker does in AWS: an
+// in-process scheduler delivering the monitors' runs (those stored are
+// scheduled again from now) and an in-process jobs queue, both run by a
+// pipeline serving every family. It sets deps.Scheduler and deps.Jobs.
+func LocalRuns(ctx context.Context, logger *slog.Logger, deps *Deps) (*monitors.LocalScheduler, *monitors.LocalJobQueue, error) {
+	scheduler, jobs := monitors.NewLocalScheduler(logger), monitors.NewLocalJobQueue(logger)
+	deps.Scheduler, deps.Jobs = scheduler, jobs
+	runner := pipeline.New(Config("", logger, *deps))
+	if ms, ok := deps.Store.(store.Monitors); ok {
+		all, err := ms.AllMonitors(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		scheduler.Load(all, time.Now())
+	}
+	scheduler.Start(ctx, runner.RunMonitor)
+	jobs.Start(ctx, runner.RunJob)
+	return scheduler, jobs, nil
+}
+
 // RunLocal is the local server's main: MERIDIAN_ADDR or 127.0.0.1:8080,
 // the embedded store in MERIDIAN_DATA_DIR or .data, stopped by SIGINT or SIGTERM.
 func RunLocal() {
@@ -385,11 +429,18 @@ func RunLocal() {
 	defer stopReplay()
 	deps.Store, deps.Throttle, deps.Events = s, ThrottleFromEnv(), LocalEvents(ctx, s, logger)
 	deps.After = &afterwork.Queue{}
+	scheduler, jobs, err := LocalRuns(ctx, logger, &deps)
+	if err != nil {
+		logger.Error("cannot start the monitors' scheduler", "error", err.Error())
+		os.Exit(1)
+	}
 	err = ListenAndServe(ctx, addr, logger, deps, func(a net.Addr) {
 		logger.Info("meridian listening", "addr", "http://"+a.String(), "data_dir", dir, "try", "curl -i http://"+a.String()+"/v1")
 	})
 	// The last answers' writes land before the store closes.
 	drain, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	scheduler.Wait()
+	jobs.Wait()
 	deps.After.Wait(drain)
 	cancel()
 	if err != nil {

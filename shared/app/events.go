@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/meridian-data/meridian/shared/gateway"
+	"github.com/meridian-data/meridian/shared/monitors"
+	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/queue/sqsqueue"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/usage"
@@ -105,48 +107,131 @@ func afterInvocations(ctx context.Context, q *afterwork.Queue, e *usage.Emitter,
 	return wrap
 }
 
+// Runs are what the worker runs besides usage events: the monitors' runs
+// their schedules deliver and the web jobs the jobs queue carries
+// (*pipeline.Pipeline, serving every family).
+type Runs interface {
+	RunMonitor(ctx context.Context, rr monitors.RunRequest) error
+	RunJob(ctx context.Context, m monitors.JobMessage) error
+}
+
 // WorkerHandler is the worker function: SQS batches of usage events and
-// reconciliations (with partial batch failures), and the scheduled sweep
-// of the outbox and expired reservations.
-func WorkerHandler(w *usage.Worker) func(context.Context, json.RawMessage) (any, error) {
+// reconciliations, and of web jobs (with partial batch failures), the
+// scheduled sweep of the outbox and expired reservations, and the monitor
+// runs EventBridge Scheduler delivers. runs may be nil (no monitors or
+// jobs in this deployment); flush, when set, sends what the runs' own
+// calls emitted before the invocation ends.
+func WorkerHandler(w *usage.Worker, runs Runs, flush ...func(context.Context)) func(context.Context, json.RawMessage) (any, error) {
+	logger := w.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	done := func(ctx context.Context) {
+		for _, f := range flush {
+			f(ctx)
+		}
+	}
 	return func(ctx context.Context, raw json.RawMessage) (any, error) {
 		var probe struct {
 			Records []struct {
 				EventSource string `json:"eventSource"`
 			} `json:"Records"`
-			Source string `json:"source"`
+			Source     string               `json:"source"`
+			MonitorRun *monitors.RunRequest `json:"monitor_run"`
 		}
 		if err := json.Unmarshal(raw, &probe); err != nil {
 			return nil, err
 		}
 		switch {
+		case probe.MonitorRun != nil:
+			if runs == nil {
+				return nil, errors.New("worker: monitors are not configured")
+			}
+			defer done(ctx)
+			// An error makes EventBridge Scheduler retry the delivery; the
+			// run's claim keeps a retry from running it twice.
+			return map[string]string{"monitor_id": probe.MonitorRun.MonitorID}, runs.RunMonitor(ctx, *probe.MonitorRun)
 		case len(probe.Records) > 0 && probe.Records[0].EventSource == "aws:sqs":
 			var ev events.SQSEvent
 			if err := json.Unmarshal(raw, &ev); err != nil {
 				return nil, err
 			}
-			return w.HandleSQS(ctx, ev)
+			jobs, rest := splitJobs(ev)
+			resp := events.SQSEventResponse{}
+			if len(rest.Records) > 0 {
+				r, err := w.HandleSQS(ctx, rest)
+				if err != nil {
+					return nil, err
+				}
+				resp.BatchItemFailures = r.BatchItemFailures
+			}
+			if len(jobs) > 0 {
+				defer done(ctx)
+			}
+			for _, j := range jobs {
+				if runs == nil {
+					resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: j.messageID})
+					continue
+				}
+				if err := runs.RunJob(ctx, j.msg); err != nil {
+					logger.Warn("web job delivery failed; SQS delivers it again", "job_id", j.msg.JobID, "error", err.Error())
+					resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: j.messageID})
+				}
+			}
+			return resp, nil
 		case probe.Source == "aws.events" || probe.Source == "aws.scheduler":
 			n, err := w.Sweep(ctx)
 			return map[string]int{"expired_reservations_finished": n}, err
 		}
-		return nil, errors.New("worker: neither an SQS batch nor a scheduled event")
+		return nil, errors.New("worker: neither an SQS batch, a scheduled event nor a monitor run")
 	}
 }
 
-// StartWorker runs the worker function in the Lambda runtime.
+type queuedJob struct {
+	messageID string
+	msg       monitors.JobMessage
+}
+
+// splitJobs separates the jobs queue's messages (a JobMessage body) from
+// the usage queue's.
+func splitJobs(ev events.SQSEvent) ([]queuedJob, events.SQSEvent) {
+	var jobs []queuedJob
+	rest := events.SQSEvent{}
+	for _, r := range ev.Records {
+		var m monitors.JobMessage
+		if json.Unmarshal([]byte(r.Body), &m) == nil && m.JobID != "" && m.AccountID != "" {
+			jobs = append(jobs, queuedJob{messageID: r.MessageId, msg: m})
+			continue
+		}
+		rest.Records = append(rest.Records, r)
+	}
+	return jobs, rest
+}
+
+// StartWorker runs the worker function in the Lambda runtime. Besides
+// usage events it runs monitor runs and web jobs with a pipeline serving
+// every family, whose own usage events it applies itself.
 func StartWorker() {
 	logger := Logger()
 	ctx := context.Background()
-	s, err := StoreFromEnv(ctx)
-	if err == nil && s == nil {
+	deps, err := LambdaDeps(ctx, logger)
+	if err == nil && deps.Store == nil {
 		err = errors.New(EnvTable + " is not set")
 	}
 	if err != nil {
 		logger.Error("cannot configure the worker", "error", err.Error())
 		os.Exit(1)
 	}
+	s := deps.Store
 	outcomes, _ := s.(store.Outcomes)
 	outbox, _ := s.(store.Outbox)
-	lambda.Start(WorkerHandler(&usage.Worker{Store: s, Outcomes: outcomes, Outbox: outbox, Logger: logger}))
+	w := &usage.Worker{Store: s, Outcomes: outcomes, Outbox: outbox, Logger: logger}
+	emitter := &usage.Emitter{Queue: usage.Direct{Worker: w}, Outbox: outbox, Logger: logger}
+	deps.Events, deps.After = emitter, nil
+	runner := pipeline.New(Config("", logger, deps))
+	lambda.Start(WorkerHandler(w, runner, func(ctx context.Context) {
+		if err := emitter.Flush(ctx); err != nil {
+			logger.Warn("usage flush incomplete", "error", err.Error())
+		}
+	}))
 }

@@ -155,7 +155,7 @@ func TestReservationOfADeadRequestIsRefundedOnExpiry(t *testing.T) {
 		t.Fatalf("inside its lease a reservation stays: %d %v", n, err)
 	}
 	worker := &usage.Worker{Store: s, Outcomes: s, Now: func() time.Time { return later }}
-	handler := app.WorkerHandler(worker)
+	handler := app.WorkerHandler(worker, nil)
 	scheduled := json.RawMessage(`{"source":"aws.events","detail-type":"Scheduled Event","detail":{}}`)
 	var wg sync.WaitGroup
 	for i := 0; i < 5; i++ {
@@ -327,7 +327,7 @@ func TestPoisonMessagesGoToTheDeadLetterQueue(t *testing.T) {
 // refuses anything else.
 func TestWorkerFunctionEvents(t *testing.T) {
 	s := dynamotest.NewStore(t)
-	h := app.WorkerHandler(&usage.Worker{Store: s, Outcomes: s})
+	h := app.WorkerHandler(&usage.Worker{Store: s, Outcomes: s}, nil)
 	out, err := h(context.Background(), json.RawMessage(`{"Records":[{"messageId":"m1","eventSource":"aws:sqs","body":"nonsense"}]}`))
 	if resp, ok := out.(events.SQSEventResponse); err != nil || !ok || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "m1" {
 		t.Fatalf("SQS batch: %+v %v", out, err)

@@ -1,0 +1,202 @@
+package monitors
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/meridian-data/meridian/shared/store"
+)
+
+// LocalScheduler is the local server's Scheduler: it keeps the schedules
+// in memory and delivers each due run to the pipeline in process, as
+// EventBridge Scheduler delivers them to the worker in AWS. A monitor runs
+// at its creation time and every IntervalMinutes after (the scheduled
+// times are fixed by that anchor, so a run's id never depends on when a
+// tick happened); times missed while the server was down are skipped.
+type LocalScheduler struct {
+	logger *slog.Logger
+	mu     sync.Mutex
+	plans  map[string]*localPlan
+	run    func(context.Context, RunRequest) error
+	wg     sync.WaitGroup
+}
+
+type localPlan struct {
+	accountID string
+	anchor    time.Time
+	every     time.Duration
+	enabled   bool
+	next      time.Time // the next scheduled time to deliver
+}
+
+// NewLocalScheduler returns a scheduler with no schedules; Start delivers.
+func NewLocalScheduler(logger *slog.Logger) *LocalScheduler {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &LocalScheduler{logger: logger, plans: map[string]*localPlan{}}
+}
+
+// Schedule implements Scheduler.
+func (s *LocalScheduler) Schedule(_ context.Context, m store.Monitor) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	every := time.Duration(m.IntervalMinutes) * time.Minute
+	if every <= 0 {
+		every = time.Hour
+	}
+	p := s.plans[m.ID]
+	if p == nil || p.every != every || !p.anchor.Equal(m.CreatedAt) {
+		p = &localPlan{accountID: m.AccountID, anchor: m.CreatedAt.UTC().Truncate(time.Second), every: every}
+		p.next = p.anchor
+		s.plans[m.ID] = p
+	}
+	p.enabled = m.State == store.MonitorActive
+	return nil
+}
+
+// Unschedule implements Scheduler.
+func (s *LocalScheduler) Unschedule(_ context.Context, m store.Monitor) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.plans, m.ID)
+	return nil
+}
+
+// Load schedules monitors found at start (store.Monitors.AllMonitors),
+// from now on: a time missed while the server was down is not delivered.
+func (s *LocalScheduler) Load(ms []store.Monitor, now time.Time) {
+	for _, m := range ms {
+		_ = s.Schedule(context.Background(), m)
+		s.mu.Lock()
+		p := s.plans[m.ID]
+		for p.next.Before(now.Add(-time.Second)) {
+			p.next = p.next.Add(p.every)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Due returns the runs due at now and moves each schedule past them: the
+// latest time due per monitor (a tick that came late delivers one run, as
+// a schedule that missed several would).
+func (s *LocalScheduler) Due(now time.Time) []RunRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var due []RunRequest
+	for id, p := range s.plans {
+		if now.Before(p.next) {
+			continue
+		}
+		at := p.next
+		for !now.Before(p.next) {
+			at = p.next
+			p.next = p.next.Add(p.every)
+		}
+		if p.enabled {
+			due = append(due, RunRequest{AccountID: p.accountID, MonitorID: id, ScheduledAt: at})
+		}
+	}
+	return due
+}
+
+// Start delivers due runs to run, checking every second, until ctx ends.
+func (s *LocalScheduler) Start(ctx context.Context, run func(context.Context, RunRequest) error) {
+	s.run = run
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				s.Deliver(ctx, now)
+			}
+		}
+	}()
+}
+
+// Deliver runs what is due at now, each run on its own.
+func (s *LocalScheduler) Deliver(ctx context.Context, now time.Time) {
+	for _, rr := range s.Due(now) {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := s.run(ctx, rr); err != nil {
+				s.logger.Error("monitor run failed", "monitor_id", rr.MonitorID, "scheduled_at", rr.ScheduledAt, "error", err.Error())
+			}
+		}()
+	}
+}
+
+// Wait waits for the runs under way (after ctx ended, for a clean stop).
+func (s *LocalScheduler) Wait() { s.wg.Wait() }
+
+// LocalJobQueue is the local server's JobQueue: each job runs in process
+// as soon as it is queued, retried with a growing pause while it fails,
+// as SQS would deliver it again.
+type LocalJobQueue struct {
+	logger *slog.Logger
+	ctx    context.Context
+	run    func(context.Context, JobMessage) error
+	wg     sync.WaitGroup
+	// Retries and Pause bound the attempts of a failing job.
+	Retries int
+	Pause   time.Duration
+}
+
+// NewLocalJobQueue returns a queue whose jobs Start runs.
+func NewLocalJobQueue(logger *slog.Logger) *LocalJobQueue {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &LocalJobQueue{logger: logger, Retries: 5, Pause: time.Second}
+}
+
+// Start runs jobs queued from now on with run, until ctx ends.
+func (q *LocalJobQueue) Start(ctx context.Context, run func(context.Context, JobMessage) error) {
+	q.ctx, q.run = ctx, run
+}
+
+// EnqueueJob implements JobQueue.
+func (q *LocalJobQueue) EnqueueJob(_ context.Context, m JobMessage) error {
+	if q.run == nil {
+		return errNotStarted
+	}
+	q.wg.Add(1)
+	go func() {
+		defer q.wg.Done()
+		pause := q.Pause
+		for attempt := 0; ; attempt++ {
+			err := q.run(q.ctx, m)
+			if err == nil {
+				return
+			}
+			if attempt >= q.Retries {
+				q.logger.Error("web job gave up", "job_id", m.JobID, "error", err.Error())
+				return
+			}
+			select {
+			case <-q.ctx.Done():
+				return
+			case <-time.After(pause):
+			}
+			pause *= 2
+		}
+	}()
+	return nil
+}
+
+// Wait waits for the jobs under way.
+func (q *LocalJobQueue) Wait() { q.wg.Wait() }
+
+type queueError string
+
+func (e queueError) Error() string { return string(e) }
+
+const errNotStarted = queueError("monitors: the local job queue is not started")
