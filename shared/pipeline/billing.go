@@ -94,12 +94,6 @@ func (p *Pipeline) dispatch(x *exchange, c *Call) {
 		return
 	}
 	if c.Params.Async && p.billed(c) {
-		if wantsStream(c) {
-			x.fail(envelope.New(envelope.InvalidParameters, http.StatusUnprocessableEntity,
-				"async=1 and stream=1 cannot be combined: a job is polled, a stream is read as it runs.",
-				map[string]any{"field": "async", "reason": "conflicts_with_stream"}))
-			return
-		}
 		p.acceptJob(x, c)
 		return
 	}

@@ -519,7 +519,8 @@ func (o callOutcome) pauseNow() (reason, message string) {
 
 // monitorCall runs the monitor's operation as the GET a caller would
 // send, with the monitor's key, through the whole pipeline: admission,
-// validation, cache, fair use, billing, usage event and log line.
+// validation, fair use, billing, usage event and log line; it skips the
+// cache lookup (Cache-Control: no-cache) but refreshes the entry.
 func (p *Pipeline) monitorCall(ctx context.Context, m store.Monitor) callOutcome {
 	fail := func(t envelope.Type, msg string) callOutcome {
 		return callOutcome{status: store.RunFailed, httpStatus: http.StatusInternalServerError, errType: string(t), errMessage: msg}
@@ -544,6 +545,9 @@ func (p *Pipeline) monitorCall(ctx context.Context, m store.Monitor) callOutcome
 		return fail(envelope.InternalError, "The call could not be made.")
 	}
 	req.RemoteAddr = "monitor"
+	// A monitor watches the source: each run reads it afresh, and its
+	// answer refreshes the cache for everyone else.
+	req.Header.Set("cache-control", "no-cache")
 	rec := &itemRecorder{header: http.Header{}}
 	p.serve(rec, req, func(x *exchange) {
 		x.parentID = m.ID

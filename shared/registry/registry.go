@@ -142,8 +142,8 @@ func (e *Endpoint) prepare() error {
 		all = append(all, aiAssistParams...)
 	}
 	if e.Async {
-		if e.Kind != Data || e.Cost <= 0 {
-			return fmt.Errorf("only a paid data endpoint runs as a web job (Async)")
+		if e.Kind != Data || e.Cost <= 0 || e.Streams {
+			return fmt.Errorf("only a paid data endpoint that does not stream runs as a web job (Async)")
 		}
 		all = append(all, asyncParam)
 	}
