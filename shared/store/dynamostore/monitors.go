@@ -520,8 +520,8 @@ func (it *runItem) decoded(ext []byte) (store.MonitorRun, error) {
 // (the old claim, still running, lease ended) takes it over, keeping its
 // StartedAt and ExpiresAt.
 func (s *Store) ClaimRun(ctx context.Context, r store.MonitorRun, now time.Time) (store.MonitorRun, bool, error) {
-	if r.ID != store.RunID(r.ScheduledAt) || badID(r.MonitorID) || badID(r.AccountID) || r.Claim == "" || r.RequestID == "" ||
-		r.StartedAt.IsZero() || !r.LeaseUntil.After(now) {
+	if r.ID != store.RunID(r.ScheduledAt) || badID(r.MonitorID) || badID(r.AccountID) || r.Claim == "" || r.StartedAt.IsZero() ||
+		!r.LeaseUntil.After(now) {
 		return store.MonitorRun{}, false, store.ErrInvalid
 	}
 	expires := r.StartedAt.Add(store.MonitorRunTTL)
@@ -638,6 +638,9 @@ func (s *Store) runWrites(r store.MonitorRun, finished time.Time) ([]types.Trans
 	add := func(attr string, av types.AttributeValue) {
 		set = append(set, "#"+attr+" = :"+attr)
 		n["#"+attr], v[":"+attr] = attr, av
+	}
+	if r.RequestID != "" {
+		add("request_id", str(r.RequestID)) // the call's, known once it ran
 	}
 	if r.HTTPStatus != 0 {
 		add("http_status", num(int64(r.HTTPStatus)))

@@ -211,8 +211,8 @@ func runExpired(r store.MonitorRun, now time.Time) bool { return !now.Before(r.E
 // StartedAt+MonitorRunTTL); a running run whose lease ended is taken over
 // in place, keeping its StartedAt and ExpiresAt.
 func (s *Store) ClaimRun(ctx context.Context, r store.MonitorRun, now time.Time) (store.MonitorRun, bool, error) {
-	if r.ID != store.RunID(r.ScheduledAt) || badID(r.MonitorID) || badID(r.AccountID) || r.Claim == "" || r.RequestID == "" ||
-		r.StartedAt.IsZero() || !r.LeaseUntil.After(now) {
+	if r.ID != store.RunID(r.ScheduledAt) || badID(r.MonitorID) || badID(r.AccountID) || r.Claim == "" || r.StartedAt.IsZero() ||
+		!r.LeaseUntil.After(now) {
 		return store.MonitorRun{}, false, store.ErrInvalid
 	}
 	sweep := runClaims.Add(1)%sweepEvery == 0
@@ -310,6 +310,9 @@ func (s *Store) CompleteRun(ctx context.Context, r store.MonitorRun, pauseAfter 
 		}
 		run.Status, run.HTTPStatus, run.CreditsUsed, run.ErrorType, run.ErrorMessage = r.Status, r.HTTPStatus, r.CreditsUsed, r.ErrorType, r.ErrorMessage
 		run.Data, run.Changes, run.FinishedAt = r.Data, r.Changes, &finished
+		if r.RequestID != "" {
+			run.RequestID = r.RequestID // the call's, known once it ran
+		}
 		if err := put(tx.Bucket(bMonitorRuns), key, run); err != nil {
 			return err
 		}

@@ -62,6 +62,18 @@ func Run(t *testing.T, newStore Factory) {
 		"UsageRefusesARecordWithoutID":  testUsageRefusesARecordWithoutID,
 		"ConcurrentUsageBatches":        testConcurrentUsageBatches,
 		"Auditor":                       testAuditor,
+		"MonitorsCRUD":                  testMonitorsCRUD,
+		"ConcurrentMonitorCap":          testConcurrentMonitorCap,
+		"MonitorPauseResume":            testMonitorPauseResume,
+		"ClaimRun":                      testClaimRun,
+		"CompleteRunCounters":           testCompleteRunCounters,
+		"CompleteRunAfterDelete":        testCompleteRunAfterDelete,
+		"RunsPaging":                    testRunsPaging,
+		"RunDocuments":                  testRunDocuments,
+		"Jobs":                          testJobs,
+		"JobDocuments":                  testJobDocuments,
+		"ConcurrentStartJob":            testConcurrentStartJob,
+		"ConcurrentFinishJob":           testConcurrentFinishJob,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
