@@ -27,7 +27,9 @@ func Functions() []string {
 // IAM actions it takes. The store's calls are in shared/store/dynamostore.
 // TransactWriteItems has no IAM action of its own: each item is authorized
 // as the PutItem, UpdateItem, DeleteItem or ConditionCheckItem it stands
-// for, and the store's transactions hold only Put and Update items.
+// for. The store's transactions hold Put and Update items, and
+// DeleteMonitor's a Delete item; none holds a ConditionCheck item, so no
+// function gets dynamodb:ConditionCheckItem.
 type TableUse struct {
 	Name    string
 	Why     string
@@ -87,10 +89,55 @@ var (
 			"dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:BatchWriteItem"},
 		Index: []string{"dynamodb:Query"},
 	}
+	// UseMonitors is the monitors API (the family serving /v1/monitors).
+	// AllMonitors (Scan) is read by the local scheduler only: no function
+	// gets dynamodb:Scan.
+	UseMonitors = TableUse{
+		Name: "monitors",
+		Why: "CreateMonitor (TransactWriteItems of Update of the account's monitor count and Put of the monitor); " +
+			"Monitor and Run (GetItem); ListMonitors and Runs (Query; Runs reads the changes kept beside a page's runs " +
+			"with BatchGetItem); SetMonitorState (UpdateItem); DeleteMonitor (TransactWriteItems of Delete of the monitor " +
+			"and Update of the count)",
+		Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+			"dynamodb:Query", "dynamodb:BatchGetItem"},
+	}
+	// UseMonitorRuns is the worker's monitor runs.
+	UseMonitorRuns = TableUse{
+		Name: "monitor runs",
+		Why: "Monitor and the previous succeeded Run (GetItem); ClaimRun (conditional PutItem, UpdateItem of a run " +
+			"whose lease ended); CompleteRun (TransactWriteItems of Update of the run, Put of its changes item and Put " +
+			"of the monitor)",
+		Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+	}
+	// UseJobs is a web job: accepted with async=1, read at
+	// /v1/web/jobs/{id}, run by the worker.
+	UseJobs = TableUse{
+		Name: "jobs",
+		Why: "accepting a call with async=1: CreateJob (conditional PutItem), FinishJob of a job the queue refused " +
+			"(UpdateItem); GET /v1/web/jobs/{id}: Job (GetItem); the worker's job runs: StartJob, JobProgress, FinishJob, " +
+			"MarkJobBilled (conditional UpdateItem)",
+		Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
+	}
 )
 
-// TableUses says what each function does with the table.
+// TableUses says what each function does with the table, by the
+// registry (registry.Default()).
 func TableUses(name string) []TableUse {
+	reg := registry.Default()
+	uses := baseTableUses(name)
+	if _, ok := MonitorsAPI(reg)[name]; ok {
+		uses = append(uses, UseMonitors)
+	}
+	if name == WorkerName {
+		uses = append(uses, UseMonitorRuns)
+	}
+	if _, ok := JobKeepers(reg)[name]; ok {
+		uses = append(uses, UseJobs)
+	}
+	return uses
+}
+
+func baseTableUses(name string) []TableUse {
 	switch registry.Family(name) {
 	case registry.Sandbox:
 		// Free synthetic data: no billing, no cache, no idempotency (the
@@ -106,7 +153,11 @@ func TableUses(name string) []TableUse {
 		return []TableUse{UseRequest, UseIdempotency, UseAccounts}
 	}
 	if name == WorkerName {
-		return []TableUse{UseWorker}
+		// Its SQS messages and sweep; monitor runs and web jobs are paid
+		// data calls through the whole pipeline (admission with the
+		// monitor's or the job's key, billing, the usage emitter), never
+		// with an Idempotency-Key.
+		return []TableUse{UseWorker, UseRequest, UsePaid}
 	}
 	// The data families: paid GETs under /v1 with idempotency.
 	return []TableUse{UseRequest, UsePaid, UseIdempotency}
@@ -130,18 +181,138 @@ func sortedSet(s []string) []string {
 	return slices.Compact(s)
 }
 
-// QueueActions are the SQS actions of a function, sorted. Every API
-// function's usage emitter sends (SendMessageBatch, authorized as
-// sqs:SendMessage), also when it drains the outbox it wrote. The worker
+// ConsumeActions are what an SQS event source mapping polls with, using
+// the function's role: the AWSLambdaSQSQueueExecutionRole set.
+var ConsumeActions = []string{"sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"}
+
+// QueueActions are the usage queue's SQS actions of a function, sorted.
+// Every API function's usage emitter sends (SendMessageBatch, authorized
+// as sqs:SendMessage), also when it drains the outbox it wrote. The worker
 // only consumes: its event source mapping polls with the function's role
-// (ReceiveMessage, DeleteMessage, GetQueueAttributes: the
-// AWSLambdaSQSQueueExecutionRole set), and its scheduled run applies the
-// outbox in place rather than sending it (usage.Worker.Sweep).
+// (ConsumeActions); the usage events of its own calls (monitor runs, web
+// jobs) are applied in process (usage.Direct, app.StartWorker) and its
+// scheduled run applies the outbox in place (usage.Worker.Sweep), so it
+// never sends.
 func QueueActions(name string) []string {
 	if name == WorkerName {
-		return sortedSet([]string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"})
+		return sortedSet(ConsumeActions)
 	}
 	return []string{"sqs:SendMessage"}
+}
+
+// JobsQueueActions are the jobs queue's SQS actions of a function, sorted:
+// the job acceptors (JobAcceptors) send a message per accepted job
+// (SendMessage, monitors.JobQueue); the worker consumes the queue (its
+// event source mapping, one job per invocation); no other function has any.
+func JobsQueueActions(reg *registry.Registry, name string) []string {
+	if name == WorkerName {
+		return sortedSet(ConsumeActions)
+	}
+	if _, ok := JobAcceptors(reg)[name]; ok {
+		return []string{"sqs:SendMessage"}
+	}
+	return nil
+}
+
+// AsyncParam is the parameter of the endpoints that accept async=1: the
+// call is accepted as a web job (202) and runs in the worker.
+const AsyncParam = "async"
+
+// AsyncFallback are the endpoints known to accept async=1 (issue 23),
+// used while no endpoint of the registry declares AsyncParam yet.
+var AsyncFallback = []string{"web/social-profiles", "bundle/creator-vetting"}
+
+// AsyncEndpoints are the keys of the endpoints that accept async=1: those
+// declaring AsyncParam, or AsyncFallback when none does.
+func AsyncEndpoints(reg *registry.Registry) []string {
+	var keys []string
+	for _, e := range reg.Endpoints() {
+		for _, p := range e.Params {
+			if p.Name == AsyncParam {
+				keys = append(keys, e.Key())
+				break
+			}
+		}
+	}
+	if len(keys) == 0 {
+		for _, k := range AsyncFallback {
+			if _, ok := reg.Endpoint(k); ok {
+				keys = append(keys, k)
+			}
+		}
+	}
+	return sortedSet(keys)
+}
+
+// JobAcceptors returns the functions that accept web jobs, each with its
+// reasons: the family serving each async endpoint and the fan-out
+// families that run it in their own process as an answer (batch items and
+// MCP tool calls carry the same parameters), by the rule SecretReaders
+// uses (FanOuts) less the families that run it only as a composite's legs.
+// The worker runs jobs and never accepts one: a monitor's run sends no
+// async (the monitors API refuses it), and a job's call is the job.
+// These send to the jobs queue (MERIDIAN_JOBS_QUEUE_URL) and create jobs.
+func JobAcceptors(reg *registry.Registry) map[string][]string {
+	acceptors := endpointRunners(reg, AsyncEndpoints(reg), false, func(key string) string {
+		return "serves " + key + ", which accepts " + AsyncParam + "=1 (a web job)"
+	})
+	delete(acceptors, WorkerName)
+	return acceptors
+}
+
+// JobKeepers returns the functions that use the table's web jobs, with
+// reasons: the job acceptors, the family serving GET /v1/web/jobs/{id}
+// (JobsEndpoint) and the worker, which runs them.
+func JobKeepers(reg *registry.Registry) map[string][]string {
+	keepers := JobAcceptors(reg)
+	if e, ok := reg.Endpoint(JobsEndpoint); ok {
+		addReason(keepers, string(e.Family), "serves "+JobsEndpoint+": reads a job's state and result")
+	}
+	addReason(keepers, WorkerName, "runs the web jobs of the jobs queue")
+	return keepers
+}
+
+// JobsEndpoint reads a web job.
+const JobsEndpoint = "web/jobs/{id}"
+
+// MonitorsPath is the monitors API's path (/v1/monitors, /v1/monitors/{id},
+// /v1/monitors/{id}/runs, ...).
+const MonitorsPath = "/v1/monitors"
+
+// MonitorsAPI returns the functions serving the monitors API, with
+// reasons: the families its routes reach (registry.MatchRoute).
+func MonitorsAPI(reg *registry.Registry) map[string][]string {
+	out := map[string][]string{}
+	routes := reg.Routes()
+	for _, r := range []struct{ method, path string }{
+		{"POST", MonitorsPath}, {"GET", MonitorsPath}, {"GET", MonitorsPath + "/mon_x"}, {"DELETE", MonitorsPath + "/mon_x"},
+		{"POST", MonitorsPath + "/mon_x/pause"}, {"POST", MonitorsPath + "/mon_x/resume"}, {"GET", MonitorsPath + "/mon_x/runs"},
+	} {
+		rt := registry.MatchRoute(routes, r.method, r.path)
+		if rt.Path == "" || rt.Path == registry.DefaultRoute {
+			continue
+		}
+		addReason(out, string(rt.Family), "serves the monitors API ("+rt.Method+" "+rt.Path+")")
+	}
+	return out
+}
+
+// MonitorSchedulers returns the functions that create, replace and delete
+// the monitors' EventBridge Scheduler schedules, with reasons: the
+// monitors API's functions (create, pause, resume, delete) and the
+// worker, whose runs disable the schedule of a monitor they pause and
+// delete a schedule that outlived its monitor (pipeline.RunMonitor). They
+// get the scheduler's environment and permissions.
+func MonitorSchedulers(reg *registry.Registry) map[string][]string {
+	out := map[string][]string{}
+	for fn, why := range MonitorsAPI(reg) {
+		for _, w := range why {
+			addReason(out, fn, w+": creates, pauses, resumes and deletes monitors and their schedules")
+		}
+	}
+	addReason(out, WorkerName, "its monitor runs disable the schedule of a monitor they pause and delete a schedule "+
+		"that outlived its monitor")
+	return out
 }
 
 // FanOut declares the families whose requests run other families'
@@ -156,10 +327,13 @@ type FanOut struct {
 	Why  string
 }
 
-// FanOuts are the families that run endpoints of other families.
+// FanOuts are the functions that run endpoints of other families: the
+// families whose requests do, and the worker (keyed by its name).
 var FanOuts = map[registry.Family]FanOut{
-	registry.Batch:  {All: true, Why: "POST /v1/batch runs each item through the whole pipeline in this process"},
-	registry.MCP:    {All: true, Why: "every endpoint is an MCP tool, run in this process"},
+	registry.Batch: {All: true, Why: "POST /v1/batch runs each item through the whole pipeline in this process"},
+	registry.MCP:   {All: true, Why: "every endpoint is an MCP tool, run in this process"},
+	registry.Family(WorkerName): {All: true, Why: "a monitor's run calls its data operation (any endpoint, with the monitor's " +
+		"parameters) and a web job runs its composite operation, through the whole pipeline in this process"},
 	registry.Search: {Param: "platforms", Legs: true, Why: "search/all and search/creators fan out over the searches of the platforms their platforms parameter lists"},
 	registry.Bundle: {Param: "platform", Legs: true, Why: "creator-vetting samples the creator's platform"},
 }

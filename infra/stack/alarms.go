@@ -24,6 +24,9 @@ const (
 	// waited this long, so the worker is not keeping up (or failing) and
 	// refunds pending reconciliation are late.
 	QueueAgeSeconds = 600
+	// JobsQueueAgeSeconds: the oldest web job has waited this long to
+	// start (a job runs in minutes; callers poll /v1/web/jobs/{id}).
+	JobsQueueAgeSeconds = 600
 )
 
 // Statement ids of the alarm key's policy and the alarm topic's policy.
@@ -138,6 +141,15 @@ func (m *Meridian) alarms() {
 		m.Queue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
 			Period: five, Statistic: jsii.String("Maximum"),
 		}), QueueAgeSeconds, 1, 1)
+
+	alarm("JobDeadLetters", fmt.Sprintf("Jobs DLQ: a web job failed %d receives (its reservation is refunded by the sweep; inspect, fix, redrive)", JobsMaxReceiveCount),
+		m.JobsDLQ.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+			Period: duration(time.Minute), Statistic: jsii.String("Maximum"),
+		}), 1, 1, 1)
+	alarm("JobsBacklog", fmt.Sprintf("Jobs queue: the oldest job is %d s old or more (the worker is behind or failing; callers wait)", JobsQueueAgeSeconds),
+		m.JobsQueue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
+			Period: five, Statistic: jsii.String("Maximum"),
+		}), JobsQueueAgeSeconds, 1, 1)
 
 	m.out("AlarmTopicArn", *topic.TopicArn(), "SNS topic every alarm notifies (subscribe with -c alarmEmail=... or any SNS subscription)")
 }

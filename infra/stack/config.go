@@ -1,7 +1,9 @@
 // Package stack is Meridian's AWS deployment as a CDK stack: the HTTP API
 // with the registry's routes, one Lambda function per family plus the
-// worker, the DynamoDB table of dynamostore.Schema, the SQS queue and its
-// dead-letter queue, the upstream secret, alarms, and least-privilege IAM.
+// worker, the DynamoDB table of dynamostore.Schema, the SQS usage and jobs
+// queues and their dead-letter queues, the EventBridge Scheduler schedule
+// group of the monitors' schedules and its role, the upstream secret,
+// alarms, and least-privilege IAM.
 package stack
 
 import (
@@ -51,8 +53,8 @@ const (
 type Config struct {
 	Stage string
 	// Prod turns on deletion protection for the table, and RETAIN for
-	// the table, the queue and its dead-letter queue, the secrets, the
-	// alarm key and the log groups.
+	// the table, the usage and jobs queues and their dead-letter queues,
+	// the schedule group, the secrets, the alarm key and the log groups.
 	Prod bool
 	// LogRetention applies to every function's log group and the API's
 	// access log group.
@@ -64,8 +66,9 @@ type Config struct {
 	// minimum) unreserved. StreamingURLs adds reservations in every stage
 	// (Reservations).
 	ReservedConcurrency map[string]int
-	// WorkerMaxConcurrency bounds the worker's SQS pollers (event source
-	// mapping MaximumConcurrency, 2 at least).
+	// WorkerMaxConcurrency bounds the worker's SQS pollers of each queue
+	// (usage and jobs: each event source mapping's MaximumConcurrency, 2
+	// at least).
 	WorkerMaxConcurrency int
 	// ThrottleRate and ThrottleBurst are the HTTP API stage's default route
 	// throttling (requests per second), in front of the per-key limits.
@@ -137,13 +140,17 @@ func Preset(stage string) (Config, error) {
 			Prod:         true,
 			LogRetention: awslogs.RetentionDays_THREE_MONTHS,
 			// What these protect (ARCHITECTURE.md, "Infrastructure"): the
-			// worker's transactions on the per-minute outcome counters
-			// conflict with each other, so its concurrency is both bounded
-			// and guaranteed (reconciliation must run when the API is
-			// busy); batch, search and mcp fan one request out into many
-			// store transactions.
+			// worker's concurrency is both bounded and guaranteed
+			// (reconciliation must run when the API is busy): its usage
+			// pollers (WorkerMaxConcurrency; their transactions on the
+			// per-minute outcome counters conflict with each other), its
+			// jobs pollers (as many), the minute's sweep and the monitors'
+			// scheduled runs, which EventBridge Scheduler invokes
+			// asynchronously (Lambda queues and retries them when the
+			// reservation is in use): 5 + 5 + 10. Batch, search and mcp
+			// fan one request out into many store transactions.
 			ReservedConcurrency: map[string]int{
-				WorkerName:              10,
+				WorkerName:              20,
 				string(registry.Batch):  50,
 				string(registry.Search): 50,
 				string(registry.MCP):    50,

@@ -25,10 +25,12 @@ const (
 )
 
 // aiFunctions run the endpoints marked AI (all of them social's today):
-// social serves them, batch and mcp run every endpoint. search and bundle
-// run them only as composite legs, which never ask for labels. Written
-// out, so a change to the rule shows up here.
-var aiFunctions = []string{"social", "batch", "mcp"}
+// social serves them, batch and mcp run every endpoint, and so does the
+// worker (a monitor's run calls any data operation with the monitor's
+// parameters, labels included). search and bundle run them only as
+// composite legs, which never ask for labels. Written out, so a change to
+// the rule shows up here.
+var aiFunctions = []string{"social", "batch", "mcp", "worker"}
 
 // The model's variables, as shared/assist/model reads them.
 var modelVariables = []string{"MERIDIAN_MODEL_PROVIDER", "MERIDIAN_MODEL_ID", "MERIDIAN_MODEL_URL",
@@ -63,7 +65,7 @@ func TestModelRunners(t *testing.T) {
 
 	// Derived from the registry, not from family names: with the AI mark
 	// moved to a places endpoint (a platform no search or bundle parameter
-	// lists), the runners are places and the families that run every
+	// lists), the runners are places and the functions that run every
 	// endpoint.
 	var moved []registry.Endpoint
 	var records *registry.AIRecords
@@ -88,7 +90,7 @@ func TestModelRunners(t *testing.T) {
 	for fn := range stack.ModelRunners(other) {
 		got = append(got, fn)
 	}
-	if want := []string{"places", "batch", "mcp"}; !equalStrings(got, want) {
+	if want := []string{"places", "batch", "mcp", "worker"}; !equalStrings(got, want) {
 		t.Errorf("model runners with the AI mark on places %v, want %v", got, want)
 	}
 }

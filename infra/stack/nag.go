@@ -71,6 +71,11 @@ func (m *Meridian) suppressions() {
 				`/^Resource::arn:<AWS::Partition>:bedrock:\*::foundation-model\/`+regexp.QuoteMeta(foundation)+`$/`)
 		}
 	}
+	for name := range m.MonitorSchedulers {
+		policy := m.Roles[name].Node().FindChild(jsii.String("DefaultPolicy"))
+		suppress(policy, "AwsSolutions-IAM5", WildcardReasons[SidSchedules],
+			`/^Resource::arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule\/<SchedulerGroup>\/\*$/`)
+	}
 	suppress(m.Stack.Node().FindChild(jsii.String("OperatorPolicy")), "AwsSolutions-IAM5", WildcardReasons[SidOperatorApi],
 		`/^Resource::arn:<AWS::Partition>:execute-api:<AWS::Region>:<AWS::AccountId>:<Api[0-9A-F]{8}>\/\$default\/\*\/admin(\/\*)?$/`)
 	if m.Config.UpstreamSecretName == "" { // created here

@@ -3,6 +3,7 @@ package stack
 import (
 	"time"
 
+	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/upstream"
 )
@@ -19,25 +20,60 @@ import (
 // reservation the worker's sweep refunds once its lease ends.
 const (
 	APITimeout = 60 * time.Second
-	// WorkerTimeout covers an SQS batch of 10 messages (a few store writes
-	// each, retried on conflicts) or one scheduled run (the outbox applied
-	// in place, a Query per lease shard, a refund per expired reservation).
-	WorkerTimeout = 60 * time.Second
+	// WorkerTimeout covers the longest thing the worker does. A web job
+	// (one message of the jobs queue) or a monitor's run (one scheduled
+	// invocation) is one call through the pipeline: its request deadline
+	// (pipeline.RequestTimeout, 90 s, over a composite's legs and their
+	// retries), then its billing writes, detached, each within the
+	// pipeline's billing timeout (15 s: the settle or refund on a
+	// contended account), the job's or run's own outcome writes (FinishJob
+	// and MarkJobBilled, or CompleteRun: 15 s) and the usage flush (3 s):
+	// 90 + 15 + 15 + 3 = 123 s (RequestTimeout + CallTail), plus start-up (the secret and config
+	// reads of a cold start, a few seconds). Five minutes leaves over
+	// twice that, so a slow store never kills a job between its charge
+	// and its outcome; a worker killed anyway leaves the job running
+	// under its lease, taken over on the message's next receive, and a
+	// reservation the sweep refunds. An SQS batch of 10 usage messages (a
+	// few store writes each, retried on conflicts) and the scheduled
+	// sweep (the outbox applied in place, a Query per lease shard, a
+	// refund per expired reservation) take well under a minute.
+	WorkerTimeout = 5 * time.Minute
 	// VisibilityTimeout is six times the worker's timeout, as Lambda
-	// recommends for SQS event sources (retries and batching window).
+	// recommends for SQS event sources (retries and batching window), on
+	// both queues the worker consumes (usage and jobs): 30 minutes. A
+	// message a worker failed returns after it.
 	VisibilityTimeout = 6 * WorkerTimeout
 	// MaxReceiveCount: a message that failed this many receives goes to
 	// the dead-letter queue (usage.ErrPoison fails every time).
 	MaxReceiveCount = 5
+	// JobsMaxReceiveCount: a job message that failed this many receives
+	// goes to the jobs dead-letter queue. Each receive may run minutes of
+	// upstream calls; a job whose worker died is taken over once its lease
+	// ends, so three receives give it two second chances. A job left there
+	// keeps its state (queued or running); its reservation is refunded by
+	// the sweep when its lease ends.
+	JobsMaxReceiveCount = 3
+	// JobsBatchSize: the worker takes one job per invocation (a job can
+	// use most of WorkerTimeout; a batch would share it).
+	JobsBatchSize = 1
 	// QueueRetention keeps messages (and the DLQ's) 14 days, SQS's maximum.
 	QueueRetention = 14 * 24 * time.Hour
 	// SweepEvery is the worker's scheduled run.
 	SweepEvery = time.Minute
 )
 
-// The adapter budget must stay below the function timeout: a negative
-// difference does not compile.
-const _ uint64 = uint64(APITimeout - upstream.DefaultTimeout)
+// The adapter budget must stay below the function timeout, and the
+// worker's timeout must cover a call's request deadline with its billing
+// writes: a negative difference does not compile.
+const (
+	_ uint64 = uint64(APITimeout - upstream.DefaultTimeout)
+	_ uint64 = uint64(WorkerTimeout - 2*(pipeline.RequestTimeout+CallTail))
+)
+
+// CallTail is what a call run by the worker writes after its request
+// deadline: the billing write (15 s), the job's or run's outcome (15 s)
+// and the usage flush (3 s).
+const CallTail = 33 * time.Second
 
 // Memory sizes in MB. arm64 Go binaries are small and start fast; memory
 // also buys CPU share (1,769 MB is one vCPU). 512 MB is the default for
@@ -46,8 +82,10 @@ const _ uint64 = uint64(APITimeout - upstream.DefaultTimeout)
 // schema, gzip-compressed for idempotency and encoded; TLS handshakes to
 // upstreams want the CPU share. Fan-out functions hold up to 20 (batch)
 // or 8 (search) such calls at once, and MCP tool calls likewise: 1,024 MB.
-// The sandbox generates small synthetic payloads and the worker applies
-// small messages: 256 MB.
+// The worker runs composite operations (web jobs: a bundle's or a web
+// operation's legs, several upstream calls at once) and any data operation
+// (monitor runs) besides its small usage messages: 1,024 MB too. The
+// sandbox generates small synthetic payloads: 256 MB.
 func Memory(name string) int {
 	switch registry.Family(name) {
 	case registry.Batch, registry.Search, registry.MCP:
@@ -56,7 +94,7 @@ func Memory(name string) int {
 		return 256
 	}
 	if name == WorkerName {
-		return 256
+		return 1024
 	}
 	return 512
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsscheduler"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
@@ -24,6 +25,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/meridian-data/meridian/shared/app"
+	"github.com/meridian-data/meridian/shared/monitors"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/store/dynamostore"
 )
@@ -50,7 +52,19 @@ type Meridian struct {
 	Table     awsdynamodb.Table
 	Queue     awssqs.Queue
 	DLQ       awssqs.Queue
-	Secret    awssecretsmanager.ISecret
+	// JobsQueue holds the web jobs accepted with async=1 (the worker runs
+	// them), JobsDLQ the ones that failed JobsMaxReceiveCount receives.
+	JobsQueue awssqs.Queue
+	JobsDLQ   awssqs.Queue
+	// SchedulerGroup holds the monitors' EventBridge Scheduler schedules,
+	// which assume SchedulerRole to invoke the worker.
+	SchedulerGroup awsscheduler.CfnScheduleGroup
+	SchedulerRole  awsiam.Role
+	// JobAcceptors send accepted web jobs to the jobs queue;
+	// MonitorSchedulers manage the monitors' schedules (with reasons).
+	JobAcceptors      map[string][]string
+	MonitorSchedulers map[string][]string
+	Secret            awssecretsmanager.ISecret
 	// SecretReaders are the functions given the upstream secret, with reasons.
 	SecretReaders map[string][]string
 	// AdminSecret holds the operator token (a plain string), readable by
@@ -62,6 +76,8 @@ type Meridian struct {
 	// Bedrock, the permission to invoke it.
 	ModelRunners map[string][]string
 	AlarmTopic   awssns.Topic
+
+	reg *registry.Registry
 }
 
 // New builds the stack. The stage's settings come from cfg (see
@@ -88,6 +104,8 @@ func New(scope constructs.Construct, cfg Config, props *awscdk.StackProps) *Meri
 		LogGroups: map[string]awslogs.LogGroup{}, URLs: map[string]awslambda.FunctionUrl{},
 		SecretReaders: SecretReaders(reg), AdminSecretReaders: AdminSecretReaders(reg),
 		ModelRunners: ModelRunners(reg),
+		JobAcceptors: JobAcceptors(reg), MonitorSchedulers: MonitorSchedulers(reg),
+		reg: reg,
 	}
 	if cfg.Model.Provider == ModelOpenAI {
 		for name := range m.ModelRunners {
@@ -101,6 +119,7 @@ func New(scope constructs.Construct, cfg Config, props *awscdk.StackProps) *Meri
 	for _, name := range Functions() {
 		m.function(name)
 	}
+	m.scheduler()
 	m.api(reg)
 	m.streaming(reg)
 	m.worker()
@@ -178,10 +197,11 @@ func (m *Meridian) table() {
 	m.out("TableName", *m.Table.TableName(), "DynamoDB table (MERIDIAN_TABLE)")
 }
 
-// queues: the usage queue (usage events and reconciliations) and its
-// dead-letter queue, both SQS-encrypted and SSL-only. Both are retained in
-// prod: refund and settle reconciliations waiting there are money owed or
-// earned, and deleting the stack must not drop them.
+// queues: the usage queue (usage events and reconciliations) and the jobs
+// queue (web jobs), each with its dead-letter queue, all SQS-encrypted and
+// SSL-only. All are retained in prod: refund and settle reconciliations
+// waiting there are money owed or earned, a queued job holds a
+// reservation, and deleting the stack must not drop them.
 func (m *Meridian) queues() {
 	m.DLQ = awssqs.NewQueue(m.Stack, jsii.String("DeadLetterQueue"), &awssqs.QueueProps{
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
@@ -199,6 +219,25 @@ func (m *Meridian) queues() {
 	})
 	m.out("QueueUrl", *m.Queue.QueueUrl(), "SQS queue of usage events and reconciliations (MERIDIAN_QUEUE_URL)")
 	m.out("DeadLetterQueueUrl", *m.DLQ.QueueUrl(), "Messages the worker could not apply after "+fmt.Sprint(MaxReceiveCount)+" receives")
+
+	// The jobs queue: the same settings. Its messages name jobs whose
+	// reservations are held: retained in prod too.
+	m.JobsDLQ = awssqs.NewQueue(m.Stack, jsii.String("JobsDeadLetterQueue"), &awssqs.QueueProps{
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: duration(QueueRetention),
+		RemovalPolicy:   m.Config.removal(),
+	})
+	m.JobsQueue = awssqs.NewQueue(m.Stack, jsii.String("JobsQueue"), &awssqs.QueueProps{
+		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		RetentionPeriod:   duration(QueueRetention),
+		VisibilityTimeout: duration(VisibilityTimeout),
+		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: m.JobsDLQ, MaxReceiveCount: jsii.Number(JobsMaxReceiveCount)},
+		RemovalPolicy:     m.Config.removal(),
+	})
+	m.out("JobsQueueUrl", *m.JobsQueue.QueueUrl(), "SQS queue of web jobs accepted with async=1, run by the worker ("+monitors.EnvJobsQueueURL+")")
+	m.out("JobsDeadLetterQueueUrl", *m.JobsDLQ.QueueUrl(), "Web jobs the worker could not run after "+fmt.Sprint(JobsMaxReceiveCount)+" receives")
 }
 
 // secret: the JSON object of upstream credentials. Created holding {}
@@ -281,8 +320,11 @@ func (m *Meridian) function(name string) {
 		app.EnvTable:    m.Table.TableName(),
 		app.EnvLogLevel: jsii.String(m.Config.LogLevel),
 	}
-	if slices.Contains(QueueActions(name), "sqs:SendMessage") { // the worker consumes only
+	if slices.Contains(QueueActions(name), "sqs:SendMessage") {
 		env[app.EnvQueueURL] = m.Queue.QueueUrl()
+	}
+	if slices.Contains(JobsQueueActions(m.reg, name), "sqs:SendMessage") { // the worker consumes only
+		env[monitors.EnvJobsQueueURL] = m.JobsQueue.QueueUrl()
 	}
 	if m.Config.FairUse != "" {
 		env[app.EnvFairUse] = jsii.String(m.Config.FairUse)
@@ -320,6 +362,11 @@ func (m *Meridian) function(name string) {
 	if n, ok := m.Config.ReservedConcurrency[name]; ok {
 		props.ReservedConcurrentExecutions = jsii.Number(n)
 	}
+	if name == WorkerName {
+		// Named, so its ARN (WorkerARN) can be written into its own
+		// environment: a reference to itself would be a cycle.
+		props.FunctionName = jsii.String(WorkerFunctionName(m.Config.Stage))
+	}
 	fn := awslambda.NewFunction(m.Stack, jsii.String(id+"Function"), props)
 	m.Functions[name], m.Roles[name], m.LogGroups[name] = fn, role, logs
 	m.grants(name, role, logs)
@@ -327,7 +374,8 @@ func (m *Meridian) function(name string) {
 
 func describe(name string) string {
 	if name == WorkerName {
-		return "Meridian worker: usage events and reconciliations from SQS; every minute, the outbox and the sweep of expired reservations"
+		return "Meridian worker: usage events and reconciliations, and web jobs, from SQS; monitor runs from EventBridge Scheduler; " +
+			"every minute, the outbox and the sweep of expired reservations"
 	}
 	return "Meridian " + name + " family (API Gateway HTTP API, payload 2.0)"
 }
@@ -346,13 +394,20 @@ func applicationLogLevel(level string) awslambda.ApplicationLogLevel {
 
 // Statement ids of the functions' policies.
 const (
-	SidLogs        = "WriteOwnLogs"
-	SidTable       = "Table"
-	SidLeaseIndex  = "LeaseIndex"
-	SidQueue       = "UsageQueue"
-	SidSecret      = "ReadUpstreamSecret"
-	SidAdminSecret = "ReadOperatorSecret"
-	SidModel       = "InvokeAssistModel" // the AI-assist model on Bedrock (ModelRunners only)
+	SidLogs       = "WriteOwnLogs"
+	SidTable      = "Table"
+	SidLeaseIndex = "LeaseIndex"
+	SidQueue      = "UsageQueue"
+	SidJobsQueue  = "JobsQueue"
+	// The monitors' schedules (MonitorSchedulers only): managing them in
+	// the schedule group, and passing the scheduler role to them.
+	SidSchedules         = "ManageMonitorSchedules"
+	SidPassSchedulerRole = "PassSchedulerRole"
+	// The scheduler role's only statement: invoking the worker.
+	SidInvokeWorker = "InvokeWorker"
+	SidSecret       = "ReadUpstreamSecret"
+	SidAdminSecret  = "ReadOperatorSecret"
+	SidModel        = "InvokeAssistModel" // the AI-assist model on Bedrock (ModelRunners only)
 	// The operator policy's statements.
 	SidOperatorApi   = "InvokeOperatorApi"
 	SidOperatorToken = "ReadOperatorToken"
@@ -369,6 +424,8 @@ var WildcardReasons = map[string]string{
 	SidModel: "only for a Bedrock cross-region inference profile: Bedrock serves the profile's requests in any of " +
 		"its destination regions and authorizes the foundation model there, so the model's ARN has the region * " +
 		"(arn:PARTITION:bedrock:*::foundation-model/MODEL, the form AWS documents); the model itself is named exactly",
+	SidSchedules: "a monitor's schedule is named by the monitor's id, made at run time: the resource is every schedule " +
+		"of the monitors' schedule group and nothing else (schedule/GROUP/*)",
 	SidOperatorApi: "the operator API is every method (*) of /admin and of every path under /admin/ (a greedy " +
 		"route) of this API's $default stage; nothing else in the API",
 	SidKeyAdmin: "a key policy's Resource \"*\" is the key itself; this default statement lets the account's " +
@@ -395,8 +452,10 @@ var PermissionReasons = map[string]string{
 const DenyReason = "a Deny statement only takes permissions away: the SSL-only policies deny every action over plain HTTP"
 
 // grants writes the function's policy: its log group, the table actions of
-// TableActions, the queue actions of QueueActions, the secret for
-// SecretReaders only, and the Bedrock model for ModelRunners only.
+// TableActions, the queue actions of QueueActions and JobsQueueActions,
+// the secret for SecretReaders only, and the Bedrock model for
+// ModelRunners only. The scheduler's statements come with the schedule
+// group (scheduler).
 func (m *Meridian) grants(name string, role awsiam.Role, logs awslogs.LogGroup) {
 	st := m.Stack
 	add := func(sid string, actions []string, resources ...*string) {
@@ -417,6 +476,7 @@ func (m *Meridian) grants(name string, role awsiam.Role, logs awslogs.LogGroup) 
 	add(SidTable, table, m.Table.TableArn())
 	add(SidLeaseIndex, index, jsii.String(*m.Table.TableArn()+"/index/"+dynamostore.LeaseIndex))
 	add(SidQueue, QueueActions(name), m.Queue.QueueArn())
+	add(SidJobsQueue, JobsQueueActions(m.reg, name), m.JobsQueue.QueueArn())
 	if _, ok := m.AdminSecretReaders[name]; ok {
 		add(SidAdminSecret, []string{"secretsmanager:GetSecretValue"}, m.AdminSecret.SecretArn())
 	}
@@ -551,8 +611,9 @@ func (m *Meridian) streaming(reg *registry.Registry) {
 	}
 }
 
-// worker wires the worker: the queue's event source mapping with partial
-// batch responses, and the scheduled sweep.
+// worker wires the worker: the usage and jobs queues' event source
+// mappings with partial batch responses, and the scheduled sweep. (The
+// monitors' schedules invoke it too: scheduler.)
 func (m *Meridian) worker() {
 	fn, role := m.Functions[WorkerName], m.Roles[WorkerName]
 	esm := awslambda.NewEventSourceMapping(m.Stack, jsii.String("WorkerQueueMapping"), &awslambda.EventSourceMappingProps{
@@ -562,9 +623,18 @@ func (m *Meridian) worker() {
 		ReportBatchItemFailures: jsii.Bool(true),
 		MaxConcurrency:          jsii.Number(m.Config.WorkerMaxConcurrency),
 	})
+	// The jobs queue: one job per invocation (JobsBatchSize).
+	jobs := awslambda.NewEventSourceMapping(m.Stack, jsii.String("WorkerJobsMapping"), &awslambda.EventSourceMappingProps{
+		Target:                  fn,
+		EventSourceArn:          m.JobsQueue.QueueArn(),
+		BatchSize:               jsii.Number(JobsBatchSize),
+		ReportBatchItemFailures: jsii.Bool(true),
+		MaxConcurrency:          jsii.Number(m.Config.WorkerMaxConcurrency),
+	})
 	// Lambda checks the role can poll the queue when the mapping is created.
 	if p := role.Node().TryFindChild(jsii.String("DefaultPolicy")); p != nil {
 		esm.Node().AddDependency(p)
+		jobs.Node().AddDependency(p)
 	}
 	rule := awsevents.NewRule(m.Stack, jsii.String("SweepSchedule"), &awsevents.RuleProps{
 		Description: jsii.String("Meridian " + m.Config.Stage + ": the worker's sweep of expired reservations and the outbox"),

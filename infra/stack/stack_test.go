@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/meridian-data/meridian/infra/stack"
+	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/store/dynamostore"
 	"github.com/meridian-data/meridian/shared/upstream"
@@ -318,12 +320,13 @@ func TestQueueHasDeadLetterQueue(t *testing.T) {
 	}
 }
 
-// The queue and the DLQ hold reconciliations (pending refunds): retained
-// with the stack in prod, deleted with it in dev.
+// The queues and their DLQs hold reconciliations (pending refunds) and
+// jobs (held reservations), the schedule group the monitors' schedules:
+// retained with the stack in prod, deleted with it in dev.
 func TestQueuesRetainedInProd(t *testing.T) {
 	for name, s := range stacks() {
 		want := map[bool]string{true: "Retain", false: "Delete"}[s.m.Config.Prod]
-		for _, path := range []string{"Queue/Resource", "DeadLetterQueue/Resource"} {
+		for _, path := range []string{"Queue/Resource", "DeadLetterQueue/Resource", "JobsQueue/Resource", "JobsDeadLetterQueue/Resource", "SchedulerGroup"} {
 			id, q := s.byPath(t, path)
 			if q.DeletionPolicy != want || q.UpdateReplacePolicy != want {
 				t.Errorf("%s: %s (%s) deletion policy %q/%q, want %s", name, path, id, q.DeletionPolicy, q.UpdateReplacePolicy, want)
@@ -335,20 +338,25 @@ func TestQueuesRetainedInProd(t *testing.T) {
 	}
 }
 
+// The worker's event source mappings: the usage queue in batches of 10
+// and the jobs queue one job at a time, both with partial batch responses,
+// bounded pollers, and created after the worker's policy.
 func TestWorkerEventSourceMapping(t *testing.T) {
 	s := dev
 	qID, _ := s.byPath(t, "Queue/Resource")
+	jobsID, _ := s.byPath(t, "JobsQueue/Resource")
 	esms := s.ofType("AWS::Lambda::EventSourceMapping")
-	if len(esms) != 1 {
-		t.Fatalf("%d event source mappings", len(esms))
+	if len(esms) != 2 {
+		t.Fatalf("%d event source mappings, want the usage and the jobs queue's", len(esms))
 	}
+	batch := map[string]float64{}
 	for _, e := range esms {
 		if ref(e.Properties["FunctionName"]) != s.functionID(t, stack.WorkerName) {
 			t.Errorf("mapping targets %v", e.Properties["FunctionName"])
 		}
-		if getAtt(e.Properties["EventSourceArn"], "Arn") != qID {
-			t.Errorf("mapping reads %v", e.Properties["EventSourceArn"])
-		}
+		source := getAtt(e.Properties["EventSourceArn"], "Arn")
+		size, _ := e.Properties["BatchSize"].(float64)
+		batch[source] = size
 		if !equalStrings(strs(e.Properties["FunctionResponseTypes"]), []string{"ReportBatchItemFailures"}) {
 			t.Errorf("mapping does not report batch item failures: %v", e.Properties["FunctionResponseTypes"])
 		}
@@ -360,6 +368,9 @@ func TestWorkerEventSourceMapping(t *testing.T) {
 		if !slices.Contains(e.DependsOn, policyID) {
 			t.Errorf("mapping does not wait for the worker's policy: %v", e.DependsOn)
 		}
+	}
+	if want := map[string]float64{qID: 10, jobsID: stack.JobsBatchSize}; canonical(t, batch) != canonical(t, want) || stack.JobsBatchSize != 1 {
+		t.Errorf("mappings (queue: batch size) %v, want %v", batch, want)
 	}
 	// The scheduled sweep: an EventBridge rule every minute to the worker.
 	rules := s.ofType("AWS::Events::Rule")
@@ -422,6 +433,33 @@ func TestFunctions(t *testing.T) {
 				if q, has := env["MERIDIAN_QUEUE_URL"]; has != (fn != stack.WorkerName) || (has && ref(q) != queueID) {
 					t.Errorf("%s: MERIDIAN_QUEUE_URL %v", fn, q)
 				}
+				// The job acceptors send web jobs (written out, not taken
+				// from JobAcceptors); the worker consumes the jobs queue.
+				jobsID, _ := s.byPath(t, "JobsQueue/Resource")
+				acceptor := slices.Contains(jobAcceptors, fn)
+				if q, has := env["MERIDIAN_JOBS_QUEUE_URL"]; has != acceptor || (has && ref(q) != jobsID) {
+					t.Errorf("%s: MERIDIAN_JOBS_QUEUE_URL %v", fn, q)
+				}
+				// The scheduler's environment: on service and the worker only.
+				groupID, _ := s.byPath(t, "SchedulerGroup")
+				schedulerRoleID, _ := s.byPath(t, "SchedulerRole/Resource")
+				schedules := fn == "service" || fn == stack.WorkerName
+				for _, v := range []string{"MERIDIAN_SCHEDULER_GROUP", "MERIDIAN_SCHEDULER_ROLE_ARN", "MERIDIAN_SCHEDULER_TARGET_ARN"} {
+					if _, has := env[v]; has != schedules {
+						t.Errorf("%s: %s set %v", fn, v, has)
+					}
+				}
+				if schedules {
+					workerName := "Meridian-" + s.m.Config.Stage + "-worker"
+					if ref(env["MERIDIAN_SCHEDULER_GROUP"]) != groupID || getAtt(env["MERIDIAN_SCHEDULER_ROLE_ARN"], "Arn") != schedulerRoleID ||
+						arnText(t, env["MERIDIAN_SCHEDULER_TARGET_ARN"]) != "arn:<AWS::Partition>:lambda:<AWS::Region>:<AWS::AccountId>:function:"+workerName {
+						t.Errorf("%s: scheduler environment %s", fn, canonical(t, env))
+					}
+				}
+				if name, _ := p["FunctionName"].(string); (fn == stack.WorkerName) != (name != "") ||
+					(fn == stack.WorkerName && name != stack.WorkerFunctionName(s.m.Config.Stage)) {
+					t.Errorf("%s: function name %q", fn, name)
+				}
 				_, reads := readers[fn]
 				if _, has := env["MERIDIAN_UPSTREAM_SECRET"]; has != reads {
 					t.Errorf("%s: MERIDIAN_UPSTREAM_SECRET set %v, reads the secret %v", fn, has, reads)
@@ -473,8 +511,10 @@ func TestFunctions(t *testing.T) {
 // policyWant is one function's complete identity policy.
 type policyWant struct {
 	table, index, queue []string
-	secret              bool // the upstream secret
-	adminSecret         bool // the operator secret
+	jobs                []string // on the jobs queue
+	secret              bool     // the upstream secret
+	adminSecret         bool     // the operator secret
+	schedules           bool     // the monitors' schedules, and passing the scheduler role
 }
 
 var (
@@ -482,6 +522,7 @@ var (
 	tableNoDel   = []string{"dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 	tableSandbox = []string{"dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 	send         = []string{"sqs:SendMessage"}
+	consume      = []string{"sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"}
 )
 
 // The exact policy of every function, written out: a change to what a
@@ -493,15 +534,18 @@ var wantPolicies = map[string]policyWant{
 	"apps":      {table: tableAll, queue: send},
 	"places":    {table: tableAll, queue: send, secret: true},
 	"knowledge": {table: tableAll, queue: send, secret: true},
-	"web":       {table: tableAll, queue: send},
-	"bundle":    {table: tableAll, queue: send, secret: true},
+	"web":       {table: tableAll, queue: send, jobs: send},
+	"bundle":    {table: tableAll, queue: send, jobs: send, secret: true},
 	"search":    {table: tableAll, queue: send, secret: true},
-	"service":   {table: tableAll, queue: send, secret: true, adminSecret: true},
-	"batch":     {table: tableNoDel, queue: send, secret: true},
+	"service":   {table: tableAll, queue: send, secret: true, adminSecret: true, schedules: true},
+	"batch":     {table: tableNoDel, queue: send, jobs: send, secret: true},
 	"sandbox":   {table: tableSandbox, queue: send},
-	"mcp":       {table: tableNoDel, queue: send, secret: true},
-	"worker": {table: tableAll, index: []string{"dynamodb:Query"},
-		queue: []string{"sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"}},
+	"mcp":       {table: tableNoDel, queue: send, jobs: send, secret: true},
+	// The worker consumes both queues and sends to neither (its own calls'
+	// usage events are applied in process); it runs every endpoint (monitor
+	// runs, web jobs), so it reads the upstream secret, and disables or
+	// removes schedules.
+	"worker": {table: tableAll, index: []string{"dynamodb:Query"}, queue: consume, jobs: consume, secret: true, schedules: true},
 }
 
 func TestFunctionPolicies(t *testing.T) {
@@ -512,6 +556,9 @@ func TestFunctionPolicies(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tableID, _ := s.byPath(t, "Table/Resource")
 			queueID, _ := s.byPath(t, "Queue/Resource")
+			jobsID, _ := s.byPath(t, "JobsQueue/Resource")
+			groupID, _ := s.byPath(t, "SchedulerGroup")
+			schedulerRoleID, _ := s.byPath(t, "SchedulerRole/Resource")
 			policies := s.ofType("AWS::IAM::Policy")
 			for _, fn := range stack.Functions() {
 				want := wantPolicies[fn]
@@ -533,7 +580,9 @@ func TestFunctionPolicies(t *testing.T) {
 					if _, dup := got[sid]; dup || sid == "" {
 						t.Errorf("%s: statement id %q missing or repeated", fn, sid)
 					}
-					if st["Effect"] != "Allow" || st["NotAction"] != nil || st["NotResource"] != nil || st["Condition"] != nil {
+					// Only passing the scheduler role carries a condition (checked below).
+					if st["Effect"] != "Allow" || st["NotAction"] != nil || st["NotResource"] != nil ||
+						(st["Condition"] != nil && sid != stack.SidPassSchedulerRole) {
 						t.Errorf("%s: unexpected statement shape %v", fn, st)
 					}
 					got[sid] = st
@@ -571,6 +620,22 @@ func TestFunctionPolicies(t *testing.T) {
 						strings.HasSuffix(strings.Join(literals(v), ""), "/index/"+dynamostore.LeaseIndex)
 				})
 				check(stack.SidQueue, want.queue, func(v any) bool { return getAtt(v, "Arn") == queueID })
+				check(stack.SidJobsQueue, want.jobs, func(v any) bool { return getAtt(v, "Arn") == jobsID })
+				// The monitors' schedules: every schedule of the group and
+				// nothing else, and the scheduler role passed to EventBridge
+				// Scheduler only.
+				var scheduleActions, passRole []string
+				if want.schedules {
+					scheduleActions = []string{"scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:GetSchedule", "scheduler:UpdateSchedule"}
+					passRole = []string{"iam:PassRole"}
+					if c := canonical(t, got[stack.SidPassSchedulerRole]["Condition"]); c != `{"StringEquals":{"iam:PassedToService":"scheduler.amazonaws.com"}}` {
+						t.Errorf("%s: %s condition %s", fn, stack.SidPassSchedulerRole, c)
+					}
+				}
+				check(stack.SidSchedules, scheduleActions, func(v any) bool {
+					return arnText(t, v) == "arn:<AWS::Partition>:scheduler:<AWS::Region>:<AWS::AccountId>:schedule/<"+groupID+">/*"
+				})
+				check(stack.SidPassSchedulerRole, passRole, func(v any) bool { return getAtt(v, "Arn") == schedulerRoleID })
 				var secretActions []string
 				if want.secret {
 					secretActions = []string{"secretsmanager:GetSecretValue"}
@@ -636,7 +701,7 @@ func TestSecretReaders(t *testing.T) {
 			t.Errorf("%s reads the secret without a reason", fn)
 		}
 	}
-	want := []string{"commerce", "social", "media", "places", "knowledge", "bundle", "search", "service", "batch", "mcp"}
+	want := []string{"commerce", "social", "media", "places", "knowledge", "bundle", "search", "service", "batch", "mcp", stack.WorkerName}
 	if !equalStrings(got, want) {
 		t.Errorf("secret readers %v, want %v", got, want)
 	}
@@ -665,7 +730,7 @@ func TestSecretReaders(t *testing.T) {
 			t.Errorf("%s: imported secret env %v", fn, env["MERIDIAN_UPSTREAM_SECRET"])
 		}
 	}
-	for _, fn := range []string{"apps", "web", "sandbox", stack.WorkerName} {
+	for _, fn := range []string{"apps", "web", "sandbox"} {
 		id := dev.functionID(t, fn)
 		env := dev.template.Resources[id].Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
 		if _, has := env["MERIDIAN_UPSTREAM_SECRET"]; has {
@@ -824,7 +889,7 @@ func TestStreamingFunctionURLs(t *testing.T) {
 	// Prod keeps its own larger reservations with the URLs on.
 	p, _ := stack.Preset(stack.StageProd)
 	p.StreamingURLs = true
-	if r := p.Reservations(want); r["search"] != 50 || r["mcp"] != 50 || r[stack.WorkerName] != 10 {
+	if r := p.Reservations(want); r["search"] != 50 || r["mcp"] != 50 || r[stack.WorkerName] != 20 {
 		t.Errorf("prod reservations with streaming URLs %v", r)
 	}
 	d, _ := stack.Preset(stack.StageDev)
@@ -837,7 +902,7 @@ func TestAlarms(t *testing.T) {
 	s := dev
 	topicID, _ := s.byPath(t, "AlarmTopic/Resource")
 	alarms := s.ofType("AWS::CloudWatch::Alarm")
-	if want := 1 + 2*len(stack.Functions()) + 2; len(alarms) != want {
+	if want := 1 + 2*len(stack.Functions()) + 4; len(alarms) != want {
 		t.Errorf("%d alarms, want %d", len(alarms), want)
 	}
 	metrics := map[string]int{}
@@ -856,7 +921,7 @@ func TestAlarms(t *testing.T) {
 		}
 	}
 	want := map[string]int{"math": 1, "Errors": len(stack.Functions()), "Throttles": len(stack.Functions()),
-		"ApproximateNumberOfMessagesVisible": 1, "ApproximateAgeOfOldestMessage": 1}
+		"ApproximateNumberOfMessagesVisible": 2, "ApproximateAgeOfOldestMessage": 2}
 	if canonical(t, metrics) != canonical(t, want) {
 		t.Errorf("alarms on %v, want %v", metrics, want)
 	}
@@ -1123,13 +1188,19 @@ func TestConfig(t *testing.T) {
 	}
 	// Outputs operators need.
 	for _, out := range []string{"ApiUrl", "TableName", "QueueUrl", "DeadLetterQueueUrl", "UpstreamSecretArn",
-		"AdminSecretArn", "AlarmTopicArn", "OperatorPolicyArn"} {
+		"AdminSecretArn", "AlarmTopicArn", "OperatorPolicyArn", "JobsQueueUrl", "JobsDeadLetterQueueUrl",
+		"SchedulerGroupName", "SchedulerRoleArn"} {
 		if _, ok := dev.template.Outputs[out]; !ok {
 			t.Errorf("no output %s", out)
 		}
 	}
 	if stack.VisibilityTimeout < 6*stack.WorkerTimeout {
 		t.Error("visibility timeout under six times the worker timeout")
+	}
+	// The worker's timeout covers a job's call: the pipeline's request
+	// deadline and what it writes after it, with room to spare.
+	if stack.WorkerTimeout < pipeline.RequestTimeout+stack.CallTail+time.Minute || stack.WorkerTimeout > 15*time.Minute {
+		t.Errorf("worker timeout %v for a call of %v and %v of writes", stack.WorkerTimeout, pipeline.RequestTimeout, stack.CallTail)
 	}
 }
 
