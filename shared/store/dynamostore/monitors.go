@@ -599,10 +599,17 @@ func (s *Store) ClaimRun(ctx context.Context, r store.MonitorRun, now time.Time)
 
 // completedMonitor is the monitor after its run r finished (CompleteRun).
 func completedMonitor(m store.Monitor, r store.MonitorRun, now time.Time, pauseAfter int, pauseReason, pauseMessage string) store.Monitor {
-	at := r.ScheduledAt
-	m.LastRunAt, m.LastRunStatus, m.UpdatedAt = &at, r.Status, now
+	// The latest run by scheduled time: a run completed late (taken over)
+	// does not move LastRunAt or LastSucceededRun back.
+	if at := r.ScheduledAt; m.LastRunAt == nil || !at.Before(*m.LastRunAt) {
+		m.LastRunAt, m.LastRunStatus = &at, r.Status
+	}
+	m.UpdatedAt = now
 	if r.Status == store.RunSucceeded {
-		m.ConsecutiveFailures, m.LastSucceededRun = 0, r.ID
+		m.ConsecutiveFailures = 0
+		if r.ID > m.LastSucceededRun { // run ids sort as their times
+			m.LastSucceededRun = r.ID
+		}
 	} else {
 		m.ConsecutiveFailures++
 	}

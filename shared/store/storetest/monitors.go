@@ -525,6 +525,25 @@ func testCompleteRunCounters(t *testing.T, s store.Store) {
 	got, ok2 := step(m, store.RunSucceeded, 3, "", msg)
 	expect("a success while paused: counters reset, still paused", got, store.MonitorPaused, store.PausedFailing, msg, 0, ok2.ID)
 
+	// A run scheduled before the latest completes late (its first worker
+	// died): it counts, but the latest run and latest success stay.
+	latest, _ := ms.Monitor(ctx, a.ID, m.ID)
+	early := base.Add(30 * time.Minute).Truncate(time.Second)
+	r, _ := claimRun(t, ms, runSpec(m, early, early, "c_late"), early)
+	got, err := ms.CompleteRun(ctx, finish(r, store.RunSucceeded, base.Add(100*time.Hour)), 3, "", msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.LastRunAt.Equal(*latest.LastRunAt) || got.LastRunStatus != store.RunSucceeded || got.LastSucceededRun != ok2.ID || got.ConsecutiveFailures != 0 {
+		t.Errorf("a late run moved the latest back: %+v", got)
+	}
+	got, _ = step(m, store.RunFailed, 3, "", msg)
+	r, _ = claimRun(t, ms, runSpec(m, early.Add(time.Minute), early, "c_late2"), early)
+	if got, err = ms.CompleteRun(ctx, finish(r, store.RunFailed, base.Add(100*time.Hour)), 3, "", msg); err != nil ||
+		got.LastRunStatus != store.RunFailed || !got.LastRunAt.Equal(base.Add(time.Duration(n)*time.Hour).Truncate(time.Second)) || got.ConsecutiveFailures != 2 {
+		t.Errorf("a late failure: %+v %v", got, err)
+	}
+
 	// pauseAfter 0 never pauses.
 	m2 := newMonitor(t, ms, a.ID, base)
 	for i := 1; i <= 4; i++ {
@@ -551,7 +570,7 @@ func testCompleteRunCounters(t *testing.T, s store.Store) {
 	expect("paused by user, failing", got, store.MonitorPaused, store.PausedByUser, "mine", 3, "")
 	got, _ = step(m5, store.RunRefused, 2, store.PausedKeyGone, "the key is revoked")
 	expect("paused by user, key gone", got, store.MonitorPaused, store.PausedByUser, "mine", 4, "")
-	got, err := ms.SetMonitorState(ctx, a.ID, m5.ID, store.MonitorActive, "", "", base.Add(time.Hour))
+	got, err = ms.SetMonitorState(ctx, a.ID, m5.ID, store.MonitorActive, "", "", base.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1162,5 +1181,54 @@ func testConcurrentFinishJob(t *testing.T, s store.Store) {
 	}
 	for k, got := range answers {
 		sameJob(t, fmt.Sprintf("finish %d's answer", k), got, stored)
+	}
+}
+
+// Runs of one monitor completing at once: no completion's change of the
+// monitor is lost, and a pause by its user while they land stands.
+func testConcurrentCompleteRuns(t *testing.T, s store.Store) {
+	ms := monitorsOf(t, s)
+	a := newAccount(t, s, 0)
+	base := wallClock().Truncate(time.Second)
+	m := newMonitor(t, ms, a.ID, base)
+	var runs []store.MonitorRun
+	for i := 0; i < 20; i++ {
+		sched := base.Add(time.Duration(i+1) * time.Hour)
+		r, _ := claimRun(t, ms, runSpec(m, sched, sched, fmt.Sprintf("c%d", i)), sched)
+		runs = append(runs, r)
+	}
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		wg.Add(1)
+		go func(r store.MonitorRun) {
+			defer wg.Done()
+			if _, err := ms.CompleteRun(ctx, finish(r, store.RunFailed, r.StartedAt.Add(time.Second)), 0, "", ""); err != nil {
+				t.Error(err)
+			}
+		}(r)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if _, err := ms.SetMonitorState(ctx, a.ID, m.ID, store.MonitorPaused, store.PausedByUser, "mine", base); err != nil {
+			t.Error(err)
+		}
+	}()
+	wg.Wait()
+	got, err := ms.Monitor(ctx, a.ID, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := runs[len(runs)-1].ScheduledAt
+	if got.LastRunAt == nil || !got.LastRunAt.Equal(last) || got.LastRunStatus != store.RunFailed {
+		t.Errorf("the last run is the latest scheduled: %v %q, want %v", got.LastRunAt, got.LastRunStatus, last)
+	}
+	if got.ConsecutiveFailures != 20 || got.State != store.MonitorPaused || got.PausedReason != store.PausedByUser || got.PausedMessage != "mine" {
+		t.Errorf("after 20 concurrent failures and a pause: %+v", got)
+	}
+	for _, r := range runs {
+		if stored, err := ms.Run(ctx, a.ID, m.ID, r.ID, base); err != nil || stored.Status != store.RunFailed {
+			t.Errorf("run %s: %s %v", r.ID, stored.Status, err)
+		}
 	}
 }

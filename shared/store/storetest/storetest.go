@@ -74,6 +74,7 @@ func Run(t *testing.T, newStore Factory) {
 		"JobDocuments":                  testJobDocuments,
 		"ConcurrentStartJob":            testConcurrentStartJob,
 		"ConcurrentFinishJob":           testConcurrentFinishJob,
+		"ConcurrentCompleteRuns":        testConcurrentCompleteRuns,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
