@@ -214,31 +214,14 @@ func JobsQueueActions(reg *registry.Registry, name string) []string {
 	return nil
 }
 
-// AsyncParam is the parameter of the endpoints that accept async=1: the
-// call is accepted as a web job (202) and runs in the worker.
-const AsyncParam = "async"
-
-// AsyncFallback are the endpoints known to accept async=1 (issue 23),
-// used while no endpoint of the registry declares AsyncParam yet.
-var AsyncFallback = []string{"web/social-profiles", "bundle/creator-vetting"}
-
-// AsyncEndpoints are the keys of the endpoints that accept async=1: those
-// declaring AsyncParam, or AsyncFallback when none does.
+// AsyncEndpoints are the keys of the endpoints that accept async=1 (the
+// registry marks them Async): the call is accepted as a web job (202), and
+// the worker runs it.
 func AsyncEndpoints(reg *registry.Registry) []string {
 	var keys []string
 	for _, e := range reg.Endpoints() {
-		for _, p := range e.Params {
-			if p.Name == AsyncParam {
-				keys = append(keys, e.Key())
-				break
-			}
-		}
-	}
-	if len(keys) == 0 {
-		for _, k := range AsyncFallback {
-			if _, ok := reg.Endpoint(k); ok {
-				keys = append(keys, k)
-			}
+		if e.Async {
+			keys = append(keys, e.Key())
 		}
 	}
 	return sortedSet(keys)
@@ -254,7 +237,7 @@ func AsyncEndpoints(reg *registry.Registry) []string {
 // These send to the jobs queue (MERIDIAN_JOBS_QUEUE_URL) and create jobs.
 func JobAcceptors(reg *registry.Registry) map[string][]string {
 	acceptors := endpointRunners(reg, AsyncEndpoints(reg), false, func(key string) string {
-		return "serves " + key + ", which accepts " + AsyncParam + "=1 (a web job)"
+		return "serves " + key + ", which accepts async=1 (a web job)"
 	})
 	delete(acceptors, WorkerName)
 	return acceptors
