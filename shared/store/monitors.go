@@ -29,7 +29,8 @@ const MaxMonitors = 50
 const MonitorRunTTL = 30 * 24 * time.Hour
 
 // MaxDocumentBytes bounds a stored run's data, changes, or a job's result
-// (a DynamoDB item holds 400 KB, and the rest of the item needs room).
+// (a DynamoDB item holds 400 KB, and the rest of the item needs room); a
+// longer one is ErrInvalid.
 const MaxDocumentBytes = 350 << 10
 
 // Monitor is an account's schedule for one data operation with fixed
@@ -118,7 +119,9 @@ type RunPage struct {
 type Monitors interface {
 	// CreateMonitor stores m (ID, AccountID, KeyID, State and times set by
 	// the caller); ErrTooManyMonitors when the account already holds
-	// MaxMonitors, ErrInvalid for a missing id, account or key.
+	// MaxMonitors, ErrInvalid for a missing id, account or key, an id or
+	// account holding '#', a State that is neither active nor paused, or an
+	// id already stored; ErrNotFound when the account does not exist.
 	CreateMonitor(ctx context.Context, m Monitor) (Monitor, error)
 	Monitor(ctx context.Context, accountID, id string) (Monitor, error)
 	// ListMonitors lists the account's monitors, oldest first.
@@ -128,27 +131,36 @@ type Monitors interface {
 	AllMonitors(ctx context.Context) ([]Monitor, error)
 	// SetMonitorState pauses (MonitorPaused, with reason and message) or
 	// resumes (MonitorActive: reason, message and ConsecutiveFailures
-	// cleared) a monitor.
+	// cleared) a monitor. Another state, or a pause without a reason, is
+	// ErrInvalid.
 	SetMonitorState(ctx context.Context, accountID, id, state, reason, message string, now time.Time) (Monitor, error)
-	// DeleteMonitor removes the monitor; its runs stay readable by
-	// neither API and age out with their TTL. ErrNotFound when absent.
+	// DeleteMonitor removes the monitor; its runs age out with their TTL
+	// (Run and Runs still read them until then: an API that must hide them
+	// finds no monitor first). ErrNotFound when absent.
 	DeleteMonitor(ctx context.Context, accountID, id string) error
 
-	// ClaimRun takes run r (ID, MonitorID, AccountID, ScheduledAt, Claim,
-	// RequestID, StartedAt set; Status running) unless it is already
-	// stored: a run that finished, or one still running under its lease,
-	// is returned with false. A running run whose lease ended at or
-	// before now (its worker died) is taken over: Attempt goes up by one
-	// and the new claim, request id and lease replace the old.
+	// ClaimRun takes run r (ID = RunID(ScheduledAt), MonitorID, AccountID,
+	// Claim, StartedAt and a LeaseUntil after now set, ErrInvalid
+	// otherwise; RequestID when known, else CompleteRun's) unless it is
+	// already stored: a run that finished, or one still running under its
+	// lease, is returned with false. The store sets Status running,
+	// Attempt 1 and ExpiresAt (StartedAt + MonitorRunTTL). A running run
+	// whose lease ended at or before now (its worker died) is taken over:
+	// Attempt goes up by one and the new claim, request id and lease
+	// replace the old (StartedAt and ExpiresAt stay).
 	ClaimRun(ctx context.Context, r MonitorRun, now time.Time) (MonitorRun, bool, error)
-	// CompleteRun writes the finished run r (Status not running) if r.Claim
-	// still holds it (ErrNotClaimed otherwise), and updates its monitor in
-	// the same atomic step: LastRunAt, LastRunStatus, LastSucceededRun on
-	// success, ConsecutiveFailures (0 on success, one more otherwise).
+	// CompleteRun writes the finished run r (Status not running, else
+	// ErrInvalid: its outcome fields, RequestID when set, FinishedAt or
+	// now) if r.Claim still holds it (ErrNotClaimed otherwise), and
+	// updates its monitor in the same atomic step: LastRunAt,
+	// LastRunStatus, LastSucceededRun on success (these follow the latest
+	// scheduled run: a run completed late leaves them), ConsecutiveFailures
+	// (0 on success, one more otherwise).
 	// When the failures reach pauseAfter (0: never) an active monitor is
 	// paused with PausedFailing and pauseMessage; pauseReason, when not
-	// empty, pauses it at once with that reason (a key revoked). A monitor
-	// deleted meanwhile: the run is written alone and ErrNotFound returned.
+	// empty, pauses an active monitor at once with that reason (a key
+	// revoked); a paused monitor keeps its reason. A monitor deleted
+	// meanwhile: the run is written alone and ErrNotFound returned.
 	CompleteRun(ctx context.Context, r MonitorRun, pauseAfter int, pauseReason, pauseMessage string) (Monitor, error)
 	// Run reads one run; ErrNotFound when absent, expired by now, or
 	// another account's.
@@ -211,8 +223,9 @@ type Job struct {
 
 // Jobs keep web jobs. Reads are owner-bound and check expiry themselves.
 type Jobs interface {
-	// CreateJob stores a queued job; ErrJobExists when the id is taken,
-	// ErrInvalid for a missing id, account or request id.
+	// CreateJob stores a queued job (a zero ExpiresAt is CreatedAt +
+	// JobTTL); ErrJobExists when the id is taken, ErrInvalid for a missing
+	// id, account or request id.
 	CreateJob(ctx context.Context, j Job) error
 	// Job reads a job; ErrNotFound when absent, expired by now, or another
 	// account's.
@@ -222,11 +235,13 @@ type Jobs interface {
 	// reports true. A finished job, or one running under a live lease, is
 	// returned with false.
 	StartJob(ctx context.Context, accountID, id string, now, leaseUntil time.Time) (Job, bool, error)
-	// JobProgress records progress of a running job (ignored otherwise).
+	// JobProgress records progress of a running job (ignored otherwise;
+	// ErrNotFound when there is no such job).
 	JobProgress(ctx context.Context, accountID, id string, done, total int) error
-	// FinishJob stores the outcome (JobSucceeded or JobFailed, its status
-	// and envelope) unless the job already finished: the first outcome
-	// wins, and the stored job is returned either way.
+	// FinishJob stores the outcome (JobSucceeded or JobFailed, else
+	// ErrInvalid; its status and envelope) of a queued or running job
+	// unless it already finished: the first outcome wins, and the stored
+	// job is returned either way. ErrNotFound when absent or expired by now.
 	FinishJob(ctx context.Context, accountID, id, state string, status int, result []byte, now time.Time) (Job, error)
 	// MarkJobBilled records that the outcome's settle or refund landed;
 	// result, when not nil, replaces the stored envelope (a settle that
