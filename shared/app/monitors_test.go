@@ -572,3 +572,61 @@ func TestWebJobFailureIsRefunded(t *testing.T) {
 	}
 	storetest.CheckLedger(t, s, acct.ID)
 }
+
+// The console manages the same monitors with its token: create (with the
+// account's key), list, pause, resume, runs, delete.
+func TestConsoleMonitors(t *testing.T) {
+	s := newEmbedded(t)
+	env := newMonitorEnv(t, s, nil)
+	acct, token, err := pipeline.CreateAccount(context.Background(), s, 20, "req_console_monitors")
+	if err != nil {
+		t.Fatal(err)
+	}
+	console := func(method, path, body string) (int, map[string]any) {
+		t.Helper()
+		req := httptest.NewRequest(method, "http://api.test"+path, strings.NewReader(body))
+		req.Header.Set("authorization", "Bearer "+token)
+		req.Header.Set("content-type", "application/json")
+		rec := httptest.NewRecorder()
+		env.api.ServeHTTP(rec, req)
+		var out map[string]any
+		_ = json.Unmarshal(rec.Body.Bytes(), &out)
+		return rec.Code, out
+	}
+	create := `{"platform":"company_registry","endpoint":"search","params":{"query":"acme"},"interval_minutes":30,"name":"acme"}`
+	if code, body := console("POST", "/console/monitors", create); code != 422 {
+		t.Fatalf("no active key yet: %d %v", code, body)
+	}
+	key := newKey(t, s, acct.ID)
+	code, body := console("POST", "/console/monitors", create)
+	if code != 201 || body["state"] != "active" || body["interval_minutes"] != float64(30) {
+		t.Fatalf("create: %d %v", code, body)
+	}
+	id := body["id"].(string)
+	if code, body := console("POST", "/console/monitors", `{"key_id":"key_nope","platform":"company_registry","endpoint":"search","params":{"query":"a"}}`); code != 422 {
+		t.Errorf("another key: %d %v", code, body)
+	}
+	if code, body := console("GET", "/console/monitors", ""); code != 200 || body["count"] != float64(1) {
+		t.Errorf("list: %d %v", code, body)
+	}
+	if code, body := console("POST", "/console/monitors/"+id+"/pause", ""); code != 200 || body["state"] != "paused" {
+		t.Errorf("pause: %d %v", code, body)
+	}
+	if code, body := console("POST", "/console/monitors/"+id+"/resume", ""); code != 200 || body["state"] != "active" {
+		t.Errorf("resume: %d %v", code, body)
+	}
+	env.deliver(acct.ID, id, time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
+	if code, body := console("GET", "/console/monitors/"+id+"/runs?limit=5", ""); code != 200 || body["count"] != float64(1) {
+		t.Errorf("runs: %d %v", code, body)
+	}
+	// The API sees the console's monitor (same account).
+	if code, _ := env.call("GET", "/v1/monitors/"+id, key); code != 200 {
+		t.Errorf("the API reads it: %d", code)
+	}
+	if code, _ := console("DELETE", "/console/monitors/"+id, ""); code != 200 {
+		t.Errorf("delete: %d", code)
+	}
+	if code, _ := console("GET", "/console/monitors/"+id+"/runs", ""); code != 404 {
+		t.Errorf("deleted: %d", code)
+	}
+}

@@ -111,6 +111,8 @@ func (p *Pipeline) serveConsole(x *exchange, path string) {
 		p.consoleSetStatus(x, acct, segs[1], store.KeyRevoked)
 	case len(segs) == 3 && segs[0] == "keys" && segs[2] == "reactivate" && m == http.MethodPost:
 		p.consoleSetStatus(x, acct, segs[1], store.KeyActive)
+	case segs[0] == "monitors" && len(segs) <= 3:
+		p.serveConsoleMonitors(x, acct, segs)
 	default:
 		x.fail(envelope.New(envelope.EndpointNotFound, http.StatusNotFound, "No console operation matches this method and path.",
 			map[string]any{"path": auth.ForLog(path, 200), "method": auth.ForLog(m, 16)}))

@@ -200,7 +200,7 @@ func (p *Pipeline) CreateMonitor(ctx context.Context, accountID, keyID string, s
 	if spec.IntervalMinutes != "" {
 		n, ok := parseInterval(spec.IntervalMinutes)
 		if !ok {
-			return store.Monitor{}, monitorFieldRefusal("interval_minutes", "out_of_range", "interval_minutes is a whole number of minutes from 5 to 10080.")
+			return store.Monitor{}, fieldError("interval_minutes", "out_of_range", "interval_minutes is a whole number of minutes from 5 to 10080.")
 		}
 		interval = n
 	}
@@ -234,11 +234,11 @@ func (p *Pipeline) monitorOperation(spec MonitorSpec) (*registry.Endpoint, map[s
 	key := strings.Trim(spec.Platform, "/") + "/" + strings.Trim(spec.Endpoint, "/")
 	e, ok := p.cfg.Registry.Endpoint(key)
 	if !ok || e.Kind != registry.Data || e.IsIndex() {
-		return nil, nil, monitorFieldRefusal("endpoint", "unknown_endpoint",
+		return nil, nil, fieldError("endpoint", "unknown_endpoint",
 			key+" is not a data operation; GET /v1/utility/endpoints lists them.")
 	}
 	if e.Retired() {
-		return nil, nil, monitorFieldRefusal("endpoint", "endpoint_removed", key+" is retired; use "+e.RetiredFor+".")
+		return nil, nil, fieldError("endpoint", "endpoint_removed", key+" is retired; use "+e.RetiredFor+".")
 	}
 	if !p.available(e) {
 		return nil, nil, notAvailable(e, false)
@@ -248,19 +248,19 @@ func (p *Pipeline) monitorOperation(spec MonitorSpec) (*registry.Endpoint, map[s
 		var raw map[string]json.RawMessage
 		dec := json.NewDecoder(strings.NewReader(spec.Params))
 		if err := dec.Decode(&raw); err != nil || raw == nil {
-			return nil, nil, monitorFieldRefusal("params", "invalid_format", `params is a JSON object of the operation's parameters, e.g. {"query":"acme"}.`)
+			return nil, nil, fieldError("params", "invalid_format", `params is a JSON object of the operation's parameters, e.g. {"query":"acme"}.`)
 		}
 		for name, v := range raw {
 			s, ok := scalar(v)
 			if !ok {
-				return nil, nil, monitorFieldRefusal("params", "invalid_format", "params."+name+" must be a string, number or boolean.")
+				return nil, nil, fieldError("params", "invalid_format", "params."+name+" must be a string, number or boolean.")
 			}
 			query[name] = []string{s}
 		}
 	}
 	for _, name := range []string{"dry_run", "async", "stream"} {
 		if _, set := query[name]; set {
-			return nil, nil, monitorFieldRefusal("params", "not_allowed", name+" cannot be part of a monitor: each run is a full call.")
+			return nil, nil, fieldError("params", "not_allowed", name+" cannot be part of a monitor: each run is a full call.")
 		}
 	}
 	validated, verr := params.Validate(e, query, nil)
@@ -279,11 +279,6 @@ func (p *Pipeline) monitorOperation(spec MonitorSpec) (*registry.Endpoint, map[s
 func parseInterval(s string) (int, bool) {
 	n, err := strconv.Atoi(s)
 	return n, err == nil && n >= 5 && n <= 10080
-}
-
-func monitorFieldRefusal(field, reason, message string) *envelope.Error {
-	return envelope.New(envelope.InvalidParameters, http.StatusUnprocessableEntity, message,
-		map[string]any{"field": field, "reason": reason})
 }
 
 func monitorNotFound() *envelope.Error {

@@ -572,7 +572,7 @@ var service = []Endpoint{
 			P("platform", String, "Platform of the operation, e.g. company_registry.").Req().Len(64).Ex("company_registry"),
 			P("endpoint", String, "Endpoint of the operation after the platform, e.g. search or profile/repos.").Req().Len(128).Ex("search"),
 			P("params", String, "The operation's parameters as a JSON object of strings, numbers and booleans, e.g. {\"query\":\"acme\"}; "+
-				"validated now as the operation validates them.").Len(8192).Ex(`{"query":"acme"}`),
+				"{} when it takes none; validated now as the operation validates them.").Req().Len(8192).Ex(`{"query":"acme"}`),
 			P("interval_minutes", Integer, "Minutes between runs, 5 to 10080 (a week).").Range(5, 10080).Def("60"),
 			P("name", String, "A name to recognise the monitor by.").Len(100).Ex("Acme filings"),
 		},
