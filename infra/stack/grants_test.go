@@ -44,6 +44,7 @@ import (
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/gateway"
 	"github.com/meridian-data/meridian/shared/mcpserver"
+	"github.com/meridian-data/meridian/shared/monitors"
 	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/queue"
 	"github.com/meridian-data/meridian/shared/registry"
@@ -309,6 +310,81 @@ func (q *capturingQueue) Send(_ context.Context, msgs []queue.Message) error {
 	return nil
 }
 
+// recordingScheduler stands in for EventBridge Scheduler (its calls need
+// no table access); it counts what the pipeline asks of it.
+type recordingScheduler struct {
+	mu                    sync.Mutex
+	scheduled, unschedule int
+}
+
+func (s *recordingScheduler) Schedule(context.Context, store.Monitor) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.scheduled++
+	return nil
+}
+
+func (s *recordingScheduler) Unschedule(context.Context, store.Monitor) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unschedule++
+	return nil
+}
+
+// jobQueue keeps the web jobs it is sent, as the jobs queue would.
+type jobQueue struct {
+	mu   sync.Mutex
+	msgs []monitors.JobMessage
+}
+
+func (q *jobQueue) EnqueueJob(_ context.Context, m monitors.JobMessage) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.msgs = append(q.msgs, m)
+	return nil
+}
+
+func (q *jobQueue) taken() []monitors.JobMessage {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.msgs)
+}
+
+// monitorOperations are data operations a monitor may run in the replay,
+// first choice first (an operation the replay cannot serve is refused at
+// creation as unavailable).
+var monitorOperations = []string{"company_registry/search", "code_host/profile", "qa_site/question"}
+
+// monitorParams is the JSON of e's example parameters, as a monitor takes
+// them.
+func monitorParams(e *registry.Endpoint) string {
+	params := map[string]string{}
+	for _, p := range e.Params {
+		if p.Example != "" {
+			params[p.Name] = p.Example
+		}
+	}
+	b, _ := json.Marshal(params)
+	return string(b)
+}
+
+// asyncTarget is a GET of the async endpoint key with async=1.
+func asyncTarget(t *testing.T, reg *registry.Registry, key string) string {
+	t.Helper()
+	e, ok := reg.Endpoint(key)
+	if !ok || !e.Async {
+		t.Fatalf("%s is not an async endpoint", key)
+	}
+	target, ok := exampleRequest(e, "")
+	if !ok {
+		t.Fatalf("%s has no example request", key)
+	}
+	if strings.Contains(target, "?") {
+		return target + "&async=1"
+	}
+	return target + "?async=1"
+}
+
 // exampleRequest builds a GET of e from its declared examples.
 func exampleRequest(e *registry.Endpoint, base string) (string, bool) {
 	path := e.Path()
@@ -407,10 +483,12 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 			st := dynamostore.New(f.client(rec), f.table)
 			q := &capturingQueue{}
 			emitter := &usage.Emitter{Queue: q, Outbox: st, Logger: logger}
+			sched, jobs := &recordingScheduler{}, &jobQueue{}
 			deps := app.Deps{
 				Store: st, Throttle: auth.NewThrottle(10_000),
 				Upstream: app.NewUpstream(logger, noSecrets, replayURL),
 				Events:   emitter, AdminToken: adminToken,
+				Scheduler: sched, Jobs: jobs,
 			}
 			h := gateway.Local(reg.Routes(), map[registry.Family]gateway.EventHandler{family: app.Function(family, logger, deps)}, logger, "")
 			c := caller{t: t, handler: h, flush: func() { _ = emitter.Flush(ctx) }}
@@ -488,6 +566,42 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 				c.do(http.MethodGet, "/console/status", nil, bearer...)
 				c.do(http.MethodGet, "/console/", nil)
 				c.do(http.MethodPost, "/console/session", map[string]any{"token": consoleToken})
+				// The monitors API: create, list, read, pause, resume, runs, delete.
+				var monitorID string
+				for _, key := range monitorOperations {
+					e, ok := reg.Endpoint(key)
+					if !ok {
+						continue
+					}
+					q := url.Values{"platform": {e.Platform}, "endpoint": {e.ID}, "params": {monitorParams(e)}, "interval_minutes": {"5"}}
+					code, body := c.do(http.MethodPost, "/v1/monitors/create?"+q.Encode(), nil, apiKey...)
+					var created struct {
+						Data struct {
+							ID string `json:"id"`
+						} `json:"data"`
+					}
+					_ = json.Unmarshal(body, &created)
+					if code/100 == 2 && created.Data.ID != "" {
+						monitorID = created.Data.ID
+						break
+					}
+					t.Logf("monitor of %s not created: %d %s", key, code, body)
+				}
+				if monitorID == "" {
+					t.Fatal("no monitor created")
+				}
+				c.do(http.MethodGet, "/v1/monitors", nil, apiKey...)
+				c.do(http.MethodGet, "/v1/monitors/"+monitorID, nil, apiKey...)
+				c.do(http.MethodPost, "/v1/monitors/"+monitorID+"/pause", nil, apiKey...)
+				c.do(http.MethodPost, "/v1/monitors/"+monitorID+"/resume", nil, apiKey...)
+				c.do(http.MethodGet, "/v1/monitors/"+monitorID+"/runs", nil, apiKey...)
+				if code, body := c.do(http.MethodPost, "/v1/monitors/"+monitorID+"/delete", nil, apiKey...); code != http.StatusOK {
+					t.Errorf("monitor not deleted: %d %s", code, body)
+				}
+				if sched.scheduled < 3 || sched.unschedule != 1 {
+					t.Errorf("the monitors API scheduled %d times and unscheduled %d, want create, pause, resume and one delete",
+						sched.scheduled, sched.unschedule)
+				}
 				admin := []string{"x-admin-token", adminToken}
 				code, body = c.do(http.MethodPost, "/admin/accounts", map[string]any{"credits": 5}, admin...)
 				var account struct {
@@ -545,6 +659,33 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 					c.do(http.MethodPost, "/mcp", map[string]any{"jsonrpc": "2.0", "id": i + 2, "method": "tools/call",
 						"params": map[string]any{"name": mcpserver.Name(e), "arguments": args}}, mcpHeaders...)
 				}
+			}
+			// Web jobs: each async endpoint accepted (202) by its family, then
+			// read at /v1/web/jobs/{id} by the family serving that.
+			for _, key := range stack.AsyncEndpoints(reg) {
+				e, _ := reg.Endpoint(key)
+				if e.Family != family {
+					continue
+				}
+				// Past the cache: a cached answer is served at once, never as a job.
+				code, body := c.do(http.MethodGet, asyncTarget(t, reg, key), nil, append(apiKey, "cache-control", "no-cache")...)
+				if code != http.StatusAccepted {
+					t.Errorf("%s with async=1: %d %s", key, code, body)
+				}
+			}
+			if jobsEndpoint, _ := reg.Endpoint(stack.JobsEndpoint); jobsEndpoint.Family == family {
+				for _, m := range jobs.taken() {
+					if code, body := c.do(http.MethodGet, "/v1/web/jobs/"+m.JobID, nil, apiKey...); code != http.StatusOK {
+						t.Errorf("job %s: %d %s", m.JobID, code, body)
+					}
+				}
+			}
+			if _, accepts := stack.JobAcceptors(reg)[string(family)]; accepts && len(jobs.taken()) == 0 &&
+				family != registry.Batch && family != registry.MCP {
+				t.Errorf("%s accepted no web job", family)
+			}
+			if _, accepts := stack.JobAcceptors(reg)[string(family)]; !accepts && len(jobs.taken()) != 0 {
+				t.Errorf("%s queued web jobs %v, but it is no job acceptor", family, jobs.taken())
 			}
 			if requests == 0 && family != registry.Batch && family != registry.MCP && family != registry.Sandbox {
 				t.Errorf("no requests for %s", family)
@@ -612,6 +753,74 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 		}
 		if _, err := w.Sweep(ctx); err != nil {
 			t.Errorf("sweep: %v", err)
+		}
+
+		// Monitor runs and web jobs, as app.StartWorker runs them: a
+		// pipeline serving every family, applying its calls' usage events
+		// itself. The monitor and the job are made through the API on the
+		// unrecorded store.
+		sched, jobs := &recordingScheduler{}, &jobQueue{}
+		setup := app.Deps{Store: f.plain, Throttle: auth.NewThrottle(10_000), Upstream: app.NewUpstream(logger, noSecrets, replayURL),
+			AdminToken: adminToken, Scheduler: sched, Jobs: jobs}
+		api := pipeline.New(app.Config("", logger, setup))
+		var m store.Monitor
+		for _, key := range monitorOperations {
+			e, ok := reg.Endpoint(key)
+			if !ok {
+				continue
+			}
+			made, refusal := api.CreateMonitor(ctx, acct.ID, k.ID, pipeline.MonitorSpec{Platform: e.Platform, Endpoint: e.ID,
+				Params: monitorParams(e), IntervalMinutes: "5"})
+			if refusal == nil {
+				m = made
+				break
+			}
+			t.Logf("monitor of %s not created: %v", key, refusal.Message)
+		}
+		if m.ID == "" {
+			t.Fatal("no monitor created")
+		}
+		acceptor := gateway.Local(reg.Routes(), map[registry.Family]gateway.EventHandler{registry.Web: app.Function(registry.Web, logger, setup)}, logger, "")
+		c := caller{t: t, handler: acceptor, flush: func() {}}
+		if code, body := c.do(http.MethodGet, asyncTarget(t, reg, "web/social-profiles"), nil, "x-api-key", ten.key); code != http.StatusAccepted {
+			t.Fatalf("web job not accepted: %d %s", code, body)
+		}
+		queued := jobs.taken()
+		if len(queued) != 1 {
+			t.Fatalf("queued %v", queued)
+		}
+
+		workerSched := &recordingScheduler{}
+		emitter := &usage.Emitter{Queue: usage.Direct{Worker: w}, Outbox: st, Logger: logger}
+		runs := pipeline.New(app.Config("", logger, app.Deps{Store: st, Throttle: auth.NewThrottle(10_000),
+			Upstream: app.NewUpstream(logger, noSecrets, replayURL), Events: emitter, Scheduler: workerSched}))
+		at := time.Now().UTC().Truncate(time.Second)
+		for i := range 2 { // the second run compares with the first
+			rr := monitors.RunRequest{AccountID: acct.ID, MonitorID: m.ID, ScheduledAt: at.Add(time.Duration(i) * 5 * time.Minute)}
+			if err := runs.RunMonitor(ctx, rr); err != nil {
+				t.Errorf("monitor run %d: %v", i, err)
+			}
+			if err := runs.RunMonitor(ctx, rr); err != nil { // delivered again: claimed already
+				t.Errorf("monitor run %d again: %v", i, err)
+			}
+		}
+		page, err := f.plain.Runs(ctx, acct.ID, m.ID, store.RunQuery{Limit: 10}, time.Now())
+		if err != nil || len(page.Runs) != 2 {
+			t.Errorf("runs after two scheduled times: %d (%v)", len(page.Runs), err)
+		}
+		// A schedule that outlived its monitor is removed.
+		if err := runs.RunMonitor(ctx, monitors.RunRequest{AccountID: acct.ID, MonitorID: "mon_gone", ScheduledAt: at}); err != nil ||
+			workerSched.unschedule != 1 {
+			t.Errorf("stale schedule: %v, unscheduled %d", err, workerSched.unschedule)
+		}
+		if err := runs.RunJob(ctx, queued[0]); err != nil {
+			t.Errorf("web job: %v", err)
+		}
+		if err := emitter.Flush(ctx); err != nil {
+			t.Errorf("usage flush: %v", err)
+		}
+		if j, err := f.plain.Job(ctx, acct.ID, queued[0].JobID, time.Now()); err != nil || (j.State != store.JobSucceeded && j.State != store.JobFailed) || !j.Billed {
+			t.Errorf("web job after its run: %+v, %v", j, err)
 		}
 		compareGrants(t, stack.WorkerName, rec)
 	})
