@@ -47,9 +47,12 @@ type API interface {
 
 var _ API = (*scheduler.Client)(nil)
 
-// Retry policy of every schedule's target. A run is idempotent by its
-// scheduled time, so retrying an invocation Lambda refused (throttled,
-// unavailable) is safe.
+// Retry policy of every schedule's target. EventBridge Scheduler invokes
+// a Lambda function asynchronously: its retries cover invocations Lambda
+// did not accept (throttled, unavailable); a run that fails inside the
+// worker is retried by Lambda's asynchronous invocation (twice, by
+// default), not by the schedule. A run is idempotent by its scheduled
+// time, so every retry is safe.
 const (
 	// MaxRetryAttempts bounds the retries of one invocation.
 	MaxRetryAttempts = 3
