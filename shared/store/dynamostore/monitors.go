@@ -805,8 +805,11 @@ func (s *Store) Runs(ctx context.Context, accountID, monitorID string, q store.R
 	case limit > MaxRunLimit:
 		limit = MaxRunLimit
 	}
-	if badID(monitorID) {
-		return store.RunPage{}, store.ErrNotFound
+	if badID(monitorID) { // no such monitor can hold runs
+		if q.Cursor != "" {
+			return store.RunPage{}, store.ErrBadCursor
+		}
+		return store.RunPage{Runs: []store.MonitorRun{}}, nil
 	}
 	pk := accountPK(accountID)
 	var start map[string]types.AttributeValue
