@@ -142,7 +142,7 @@ func (m *Meridian) alarms() {
 			Period: five, Statistic: jsii.String("Maximum"),
 		}), QueueAgeSeconds, 1, 1)
 
-	alarm("JobDeadLetters", fmt.Sprintf("Jobs DLQ: a web job failed %d receives (its reservation is refunded by the sweep; inspect, fix, redrive)", JobsMaxReceiveCount),
+	alarm("JobDeadLetters", fmt.Sprintf("Jobs DLQ: a web job failed %d receives and stays unfinished for its caller (inspect, fix, redrive)", JobsMaxReceiveCount),
 		m.JobsDLQ.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 			Period: duration(time.Minute), Statistic: jsii.String("Maximum"),
 		}), 1, 1, 1)

@@ -50,8 +50,8 @@ const (
 	// goes to the jobs dead-letter queue. Each receive may run minutes of
 	// upstream calls; a job whose worker died is taken over once its lease
 	// ends, so three receives give it two second chances. A job left there
-	// keeps its state (queued or running); its reservation is refunded by
-	// the sweep when its lease ends.
+	// keeps its state (queued or running) until it is redriven (an alarm
+	// says so).
 	JobsMaxReceiveCount = 3
 	// JobsBatchSize: the worker takes one job per invocation (a job can
 	// use most of WorkerTimeout; a batch would share it).
