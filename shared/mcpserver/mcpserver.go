@@ -36,7 +36,11 @@ const Version = "1.0.0"
 // data endpoints (issue: catalogue, one endpoint, balance, transactions;
 // an agent watching its spend also reads usage), and the AI-assist recall
 // an agent needs after exclude or fit.
-var freeTools = []string{"utility/endpoints", "utility/endpoint", "credits/balance", "credits/transactions", "credits/usage", "assist/recall"}
+var freeTools = []string{"utility/endpoints", "utility/endpoint", "credits/balance", "credits/transactions", "credits/usage", "assist/recall",
+	// An agent schedules, reads and manages monitors, and polls the web
+	// jobs it started with async=1.
+	"monitors", "monitors/create", "monitors/{id}", "monitors/{id}/pause", "monitors/{id}/resume", "monitors/{id}/delete",
+	"monitors/{id}/runs", "web/jobs/{id}"}
 
 // forwarded are the request headers a tool call carries over from the MCP
 // request: the key (either form), and what identifies the client.
@@ -133,13 +137,19 @@ func Tools(reg *registry.Registry, opts Options) []Tool {
 }
 
 // Name is an endpoint's tool name: its key with "/" as "__" and path
-// identifiers dropped (code_host/profile/repos → code_host__profile__repos).
+// identifiers dropped (code_host/profile/repos → code_host__profile__repos,
+// monitors/{id}/runs → monitors__runs); a key ending in an identifier
+// reads one item and ends in "get" (monitors/{id} → monitors__get).
 func Name(e *registry.Endpoint) string {
 	var parts []string
-	for _, seg := range strings.Split(e.Key(), "/") {
+	segs := strings.Split(e.Key(), "/")
+	for _, seg := range segs {
 		if !strings.HasPrefix(seg, "{") {
 			parts = append(parts, seg)
 		}
+	}
+	if strings.HasPrefix(segs[len(segs)-1], "{") {
+		parts = append(parts, "get")
 	}
 	return strings.Join(parts, "__")
 }
@@ -158,7 +168,7 @@ func tool(e *registry.Endpoint, schemas func(string) (json.RawMessage, bool), av
 	t := &mcp.Tool{
 		Name: Name(e), Title: e.Name, Description: desc,
 		InputSchema: inputSchema(e),
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(e.Kind == registry.Data)},
+		Annotations: annotations(e),
 		Meta:        mcp.Meta{"meridian/path": e.Path(), "meridian/credit_cost": e.Cost, "meridian/available": available},
 	}
 	if schemas != nil {
@@ -174,6 +184,16 @@ func tool(e *registry.Endpoint, schemas func(string) (json.RawMessage, bool), av
 		}
 	}
 	return t
+}
+
+// annotations: a GET reads; a POST changes the account's monitors, and
+// deleting one cannot be undone.
+func annotations(e *registry.Endpoint) *mcp.ToolAnnotations {
+	a := &mcp.ToolAnnotations{ReadOnlyHint: e.HTTPMethod() == http.MethodGet, OpenWorldHint: ptr(e.Kind == registry.Data)}
+	if !a.ReadOnlyHint {
+		a.DestructiveHint = ptr(strings.HasSuffix(e.ID, "/delete"))
+	}
+	return a
 }
 
 func plural(n int64) string {
@@ -249,11 +269,11 @@ func call(api http.Handler, e *registry.Endpoint, logger *slog.Logger) mcp.ToolH
 			reporter := &progressReporter{ctx: ctx, session: req.Session, token: token, clientGone: clientGone, logger: logger}
 			w.onLeg = reporter.leg
 		}
-		target := e.Path()
+		target, query := pathOf(e, query)
 		if query != "" {
 			target += "?" + query
 		}
-		r, err := http.NewRequestWithContext(apiCtx, http.MethodGet, target, nil)
+		r, err := http.NewRequestWithContext(apiCtx, e.HTTPMethod(), target, nil)
 		if err != nil {
 			return internalError(logger, e, from.errorsURL, err), nil
 		}
@@ -352,6 +372,27 @@ func queryOf(raw json.RawMessage) (string, *envelope.Error) {
 		}
 	}
 	return q.Encode(), nil
+}
+
+// pathOf puts the arguments naming path identifiers ({id}) into the
+// endpoint's path, and returns the rest as its query.
+func pathOf(e *registry.Endpoint, query string) (path, rest string) {
+	path = e.Path()
+	if !strings.Contains(path, "{") {
+		return path, query
+	}
+	q, _ := url.ParseQuery(query) // queryOf encoded it
+	for _, p := range e.Accepted() {
+		if name := "{" + p.Name + "}"; strings.Contains(path, name) {
+			// An identifier left out stays a placeholder, which resolves
+			// to nothing: the API's 404 names the path.
+			if v := q.Get(p.Name); v != "" {
+				path = strings.ReplaceAll(path, name, url.PathEscape(v))
+				q.Del(p.Name)
+			}
+		}
+	}
+	return path, q.Encode()
 }
 
 // invalidType is the refusal the API gives a value of the wrong type

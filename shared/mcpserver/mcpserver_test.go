@@ -178,3 +178,58 @@ func TestMCPOutputSchemas(t *testing.T) {
 		}
 	}
 }
+
+// Monitor and job tools call their endpoint with its method, the path
+// identifier in the path; only a read is read-only, and delete says it
+// destroys.
+func TestMCPMonitorTools(t *testing.T) {
+	api := &fakeAPI{status: 200, body: `{"success":true,"platform":"monitors","endpoint":"/v1/monitors/{id}","data":{},"credits_used":0,"request_id":"req_1"}`}
+	session, _ := serve(t, api, headers{"x-api-key": "mn_test"})
+	list, err := session.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*mcp.Tool{}
+	for _, tl := range list.Tools {
+		byName[tl.Name] = tl
+	}
+	for _, c := range []struct {
+		tool, method, path, query string
+		readOnly, destructive     bool
+	}{
+		{"monitors", "GET", "/v1/monitors", "", true, false},
+		{"monitors__get", "GET", "/v1/monitors/mon_1", "", true, false},
+		{"monitors__runs", "GET", "/v1/monitors/mon_1/runs", "limit=5", true, false},
+		{"monitors__pause", "POST", "/v1/monitors/mon_1/pause", "", false, false},
+		{"monitors__delete", "POST", "/v1/monitors/mon_1/delete", "", false, true},
+		{"monitors__create", "POST", "/v1/monitors/create", "endpoint=search&params=%7B%22query%22%3A%22acme%22%7D&platform=company_registry", false, false},
+		{"web__jobs__get", "GET", "/v1/web/jobs/job_1", "", true, false},
+	} {
+		tl := byName[c.tool]
+		if tl == nil {
+			t.Errorf("%s is not a tool", c.tool)
+			continue
+		}
+		a := tl.Annotations
+		if a.ReadOnlyHint != c.readOnly || (!c.readOnly && (a.DestructiveHint == nil || *a.DestructiveHint != c.destructive)) {
+			t.Errorf("%s annotations: %+v", c.tool, a)
+		}
+		args := map[string]any{}
+		switch c.tool {
+		case "monitors__create":
+			args = map[string]any{"platform": "company_registry", "endpoint": "search", "params": `{"query":"acme"}`}
+		case "monitors__runs":
+			args = map[string]any{"id": "mon_1", "limit": 5}
+		case "web__jobs__get":
+			args = map[string]any{"id": "job_1"}
+		case "monitors":
+		default:
+			args = map[string]any{"id": "mon_1"}
+		}
+		callTool(t, session, c.tool, args)
+		r := api.request()
+		if r.Method != c.method || r.URL.Path != c.path || r.URL.RawQuery != c.query {
+			t.Errorf("%s called %s %s?%s", c.tool, r.Method, r.URL.Path, r.URL.RawQuery)
+		}
+	}
+}
