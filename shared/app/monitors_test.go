@@ -630,3 +630,37 @@ func TestConsoleMonitors(t *testing.T) {
 		t.Errorf("deleted: %d", code)
 	}
 }
+
+// async=1 with an Idempotency-Key: the retry replays the same job and
+// reserves nothing more. Without a jobs queue, async=1 is 501 and free.
+func TestWebJobIdempotentAndUnavailable(t *testing.T) {
+	s := newEmbedded(t)
+	jobs := &capturedJobs{}
+	env := newMonitorEnv(t, s, jobs)
+	acct, key := newAccount(t, s, 100, nil)
+	target := "http://api.test/v1/web/social-profiles?platform=microblog_a&handle=alice.example.com&async=1"
+	ask := func() (int, map[string]any) {
+		req := httptest.NewRequest("GET", target, nil)
+		req.Header.Set("x-api-key", key)
+		req.Header.Set("idempotency-key", "job-once")
+		rec := httptest.NewRecorder()
+		env.api.ServeHTTP(rec, req)
+		var body map[string]any
+		_ = json.Unmarshal(rec.Body.Bytes(), &body)
+		return rec.Code, body
+	}
+	code1, first := ask()
+	code2, again := ask()
+	if code1 != 202 || code2 != 202 || first["data"].(map[string]any)["job_id"] != again["data"].(map[string]any)["job_id"] {
+		t.Fatalf("replayed: %d %v / %d %v", code1, first, code2, again)
+	}
+	if len(jobs.msgs) != 1 || balance(t, s, acct.ID) != 85 {
+		t.Errorf("one job, one reservation: %d jobs, balance %d", len(jobs.msgs), balance(t, s, acct.ID))
+	}
+
+	bare := newMonitorEnv(t, s, nil)
+	code, body := bare.call("GET", "/v1/web/social-profiles?platform=microblog_a&handle=alice.example.com&async=1", key)
+	if code != 501 || errType(body) != "ENDPOINT_NOT_AVAILABLE" || body["credits_used"] != float64(0) || balance(t, s, acct.ID) != 85 {
+		t.Errorf("no jobs queue: %d %v", code, body)
+	}
+}
