@@ -60,6 +60,35 @@ type Monitor struct {
 	UpdatedAt        time.Time
 }
 
+// AfterRun is the monitor once its run r finished at now: what both
+// stores' CompleteRun write (store.Monitors documents the rules).
+func (m Monitor) AfterRun(r MonitorRun, now time.Time, pauseAfter int, pauseReason, pauseMessage string) Monitor {
+	// The latest run by scheduled time: a run completed late (taken over)
+	// does not move LastRunAt or LastSucceededRun back.
+	if at := r.ScheduledAt; m.LastRunAt == nil || !at.Before(*m.LastRunAt) {
+		m.LastRunAt, m.LastRunStatus = &at, r.Status
+	}
+	m.UpdatedAt = now
+	if r.Status == RunSucceeded {
+		m.ConsecutiveFailures = 0
+		if r.ID > m.LastSucceededRun { // run ids sort as their times
+			m.LastSucceededRun = r.ID
+		}
+	} else {
+		m.ConsecutiveFailures++
+	}
+	if m.State != MonitorActive {
+		return m // paused already: it keeps its reason
+	}
+	switch {
+	case pauseReason != "":
+		m.State, m.PausedReason, m.PausedMessage = MonitorPaused, pauseReason, pauseMessage
+	case pauseAfter > 0 && m.ConsecutiveFailures >= pauseAfter:
+		m.State, m.PausedReason, m.PausedMessage = MonitorPaused, PausedFailing, pauseMessage
+	}
+	return m
+}
+
 // Monitor run states.
 const (
 	RunRunning   = "running"

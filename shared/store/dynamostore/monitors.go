@@ -597,34 +597,6 @@ func (s *Store) ClaimRun(ctx context.Context, r store.MonitorRun, now time.Time)
 	}
 }
 
-// completedMonitor is the monitor after its run r finished (CompleteRun).
-func completedMonitor(m store.Monitor, r store.MonitorRun, now time.Time, pauseAfter int, pauseReason, pauseMessage string) store.Monitor {
-	// The latest run by scheduled time: a run completed late (taken over)
-	// does not move LastRunAt or LastSucceededRun back.
-	if at := r.ScheduledAt; m.LastRunAt == nil || !at.Before(*m.LastRunAt) {
-		m.LastRunAt, m.LastRunStatus = &at, r.Status
-	}
-	m.UpdatedAt = now
-	if r.Status == store.RunSucceeded {
-		m.ConsecutiveFailures = 0
-		if r.ID > m.LastSucceededRun { // run ids sort as their times
-			m.LastSucceededRun = r.ID
-		}
-	} else {
-		m.ConsecutiveFailures++
-	}
-	if m.State != store.MonitorActive {
-		return m // paused already: it keeps its reason
-	}
-	switch {
-	case pauseReason != "":
-		m.State, m.PausedReason, m.PausedMessage = store.MonitorPaused, pauseReason, pauseMessage
-	case pauseAfter > 0 && m.ConsecutiveFailures >= pauseAfter:
-		m.State, m.PausedReason, m.PausedMessage = store.MonitorPaused, store.PausedFailing, pauseMessage
-	}
-	return m
-}
-
 // runWrites are the writes that finish run r: an UpdateItem of the run
 // conditioned on r.Claim still holding it while it runs, and, when its
 // compressed changes do not fit beside its data, a PutItem of the run
@@ -714,7 +686,7 @@ func (s *Store) CompleteRun(ctx context.Context, r store.MonitorRun, pauseAfter 
 		return store.Monitor{}, err
 	}
 	for attempt := 0; mi != nil; attempt++ {
-		m := completedMonitor(mi.monitor(), r, finished, pauseAfter, pauseReason, pauseMessage)
+		m := mi.monitor().AfterRun(r, finished, pauseAfter, pauseReason, pauseMessage)
 		av, err := marshal(newMonitorItem(m, mi.Version+1))
 		if err != nil {
 			return store.Monitor{}, err

@@ -323,7 +323,7 @@ func (s *Store) CompleteRun(ctx context.Context, r store.MonitorRun, pauseAfter 
 		} else if err != nil {
 			return err
 		}
-		m = completed(m, run, finished, pauseAfter, pauseReason, pauseMessage)
+		m = m.AfterRun(run, finished, pauseAfter, pauseReason, pauseMessage)
 		return put(tx.Bucket(bMonitors), mkey, m)
 	})
 	switch {
@@ -333,34 +333,6 @@ func (s *Store) CompleteRun(ctx context.Context, r store.MonitorRun, pauseAfter 
 		return store.Monitor{}, store.ErrNotFound
 	}
 	return m, nil
-}
-
-// completed is the monitor after its run r finished (CompleteRun).
-func completed(m store.Monitor, r store.MonitorRun, now time.Time, pauseAfter int, pauseReason, pauseMessage string) store.Monitor {
-	// The latest run by scheduled time: a run completed late (taken over)
-	// does not move LastRunAt or LastSucceededRun back.
-	if at := r.ScheduledAt; m.LastRunAt == nil || !at.Before(*m.LastRunAt) {
-		m.LastRunAt, m.LastRunStatus = &at, r.Status
-	}
-	m.UpdatedAt = now
-	if r.Status == store.RunSucceeded {
-		m.ConsecutiveFailures = 0
-		if r.ID > m.LastSucceededRun { // run ids sort as their times
-			m.LastSucceededRun = r.ID
-		}
-	} else {
-		m.ConsecutiveFailures++
-	}
-	if m.State != store.MonitorActive {
-		return m // paused already: it keeps its reason
-	}
-	switch {
-	case pauseReason != "":
-		m.State, m.PausedReason, m.PausedMessage = store.MonitorPaused, pauseReason, pauseMessage
-	case pauseAfter > 0 && m.ConsecutiveFailures >= pauseAfter:
-		m.State, m.PausedReason, m.PausedMessage = store.MonitorPaused, store.PausedFailing, pauseMessage
-	}
-	return m
 }
 
 func (s *Store) Run(ctx context.Context, accountID, monitorID, runID string, now time.Time) (store.MonitorRun, error) {
