@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -277,3 +278,25 @@ type Jobs interface {
 	// found the reservation already refunded reports credits_used 0).
 	MarkJobBilled(ctx context.Context, accountID, id string, result []byte) error
 }
+
+// BadID reports an id both stores refuse (ErrInvalid): ids are parts of
+// their keys, and '#' or NUL would make those ambiguous.
+func BadID(id string) bool { return id == "" || strings.ContainsAny(id, "#\x00") }
+
+// CheckDocuments is ErrInvalid when a document is over MaxDocumentBytes.
+func CheckDocuments(docs ...[]byte) error {
+	for _, d := range docs {
+		if len(d) > MaxDocumentBytes {
+			return ErrInvalid
+		}
+	}
+	return nil
+}
+
+// RunFinished reports a run status that ends a run.
+func RunFinished(status string) bool {
+	return status == RunSucceeded || status == RunFailed || status == RunRefused
+}
+
+// JobFinished reports a job state that ends a job.
+func JobFinished(state string) bool { return state == JobSucceeded || state == JobFailed }

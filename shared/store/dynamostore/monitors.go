@@ -255,28 +255,10 @@ func names(attrs ...string) map[string]string {
 	return m
 }
 
-// badID: monitor ids are part of run sort keys; '#' would make them ambiguous.
-func badID(id string) bool { return id == "" || strings.ContainsAny(id, "#\x00") }
-
-func checkDocs(docs ...[]byte) error {
-	for _, d := range docs {
-		if len(d) > store.MaxDocumentBytes {
-			return store.ErrInvalid
-		}
-	}
-	return nil
-}
-
-func finishedRun(status string) bool {
-	return status == store.RunSucceeded || status == store.RunFailed || status == store.RunRefused
-}
-
-func finishedJob(state string) bool { return state == store.JobSucceeded || state == store.JobFailed }
-
 // CreateMonitor counts the monitor on the account item (monitors <
 // MaxMonitors, then +1) and puts it, in one transaction.
 func (s *Store) CreateMonitor(ctx context.Context, m store.Monitor) (store.Monitor, error) {
-	if badID(m.ID) || badID(m.AccountID) || m.KeyID == "" || (m.State != store.MonitorActive && m.State != store.MonitorPaused) {
+	if store.BadID(m.ID) || store.BadID(m.AccountID) || m.KeyID == "" || (m.State != store.MonitorActive && m.State != store.MonitorPaused) {
 		return store.Monitor{}, store.ErrInvalid
 	}
 	av, err := marshal(newMonitorItem(m, 0))
@@ -520,7 +502,7 @@ func (it *runItem) decoded(ext []byte) (store.MonitorRun, error) {
 // (the old claim, still running, lease ended) takes it over, keeping its
 // StartedAt and ExpiresAt.
 func (s *Store) ClaimRun(ctx context.Context, r store.MonitorRun, now time.Time) (store.MonitorRun, bool, error) {
-	if r.ID != store.RunID(r.ScheduledAt) || badID(r.MonitorID) || badID(r.AccountID) || r.Claim == "" || r.StartedAt.IsZero() ||
+	if r.ID != store.RunID(r.ScheduledAt) || store.BadID(r.MonitorID) || store.BadID(r.AccountID) || r.Claim == "" || r.StartedAt.IsZero() ||
 		!r.LeaseUntil.After(now) {
 		return store.MonitorRun{}, false, store.ErrInvalid
 	}
@@ -666,10 +648,10 @@ func (s *Store) runWrites(r store.MonitorRun, finished time.Time) ([]types.Trans
 // again from the cancellation (ALL_OLD) and the transaction retried; a
 // monitor gone has the run written alone and ErrNotFound returned.
 func (s *Store) CompleteRun(ctx context.Context, r store.MonitorRun, pauseAfter int, pauseReason, pauseMessage string) (store.Monitor, error) {
-	if !finishedRun(r.Status) || r.Claim == "" || r.ID == "" || badID(r.MonitorID) || badID(r.AccountID) {
+	if !store.RunFinished(r.Status) || r.Claim == "" || r.ID == "" || store.BadID(r.MonitorID) || store.BadID(r.AccountID) {
 		return store.Monitor{}, store.ErrInvalid
 	}
-	if err := checkDocs(r.Data, r.Changes); err != nil {
+	if err := store.CheckDocuments(r.Data, r.Changes); err != nil {
 		return store.Monitor{}, err
 	}
 	finished := s.now()
@@ -738,7 +720,7 @@ func (s *Store) CompleteRun(ctx context.Context, r store.MonitorRun, pauseAfter 
 }
 
 func (s *Store) Run(ctx context.Context, accountID, monitorID, runID string, now time.Time) (store.MonitorRun, error) {
-	if badID(monitorID) {
+	if store.BadID(monitorID) {
 		return store.MonitorRun{}, store.ErrNotFound
 	}
 	it, err := get[runItem](ctx, s, accountPK(accountID), runSK(monitorID, runID))
@@ -777,7 +759,7 @@ func (s *Store) Runs(ctx context.Context, accountID, monitorID string, q store.R
 	case limit > MaxRunLimit:
 		limit = MaxRunLimit
 	}
-	if badID(monitorID) { // no such monitor can hold runs
+	if store.BadID(monitorID) { // no such monitor can hold runs
 		if q.Cursor != "" {
 			return store.RunPage{}, store.ErrBadCursor
 		}
@@ -911,10 +893,10 @@ func (s *Store) jobUpdate(ctx context.Context, accountID, id, cond, upd string, 
 // CreateJob is a conditional PutItem (attribute_not_exists). A job
 // without ExpiresAt keeps JobTTL from its CreatedAt.
 func (s *Store) CreateJob(ctx context.Context, j store.Job) error {
-	if badID(j.ID) || badID(j.AccountID) || j.RequestID == "" {
+	if store.BadID(j.ID) || store.BadID(j.AccountID) || j.RequestID == "" {
 		return store.ErrInvalid
 	}
-	if err := checkDocs(j.Result); err != nil {
+	if err := store.CheckDocuments(j.Result); err != nil {
 		return err
 	}
 	if j.CreatedAt.IsZero() {
@@ -997,10 +979,10 @@ func (s *Store) JobProgress(ctx context.Context, accountID, id string, done, tot
 // finished; a refusal carries the stored job (ALL_OLD), the first
 // outcome.
 func (s *Store) FinishJob(ctx context.Context, accountID, id, state string, status int, result []byte, now time.Time) (store.Job, error) {
-	if !finishedJob(state) {
+	if !store.JobFinished(state) {
 		return store.Job{}, store.ErrInvalid
 	}
-	if err := checkDocs(result); err != nil {
+	if err := store.CheckDocuments(result); err != nil {
 		return store.Job{}, err
 	}
 	packed, err := pack(result)
@@ -1031,7 +1013,7 @@ func (s *Store) FinishJob(ctx context.Context, accountID, id, state string, stat
 
 // MarkJobBilled is one UpdateItem on the job.
 func (s *Store) MarkJobBilled(ctx context.Context, accountID, id string, result []byte) error {
-	if err := checkDocs(result); err != nil {
+	if err := store.CheckDocuments(result); err != nil {
 		return err
 	}
 	upd := "SET #billed = :true"

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -52,24 +51,6 @@ func runPrefix(accountID, monitorID string) []byte {
 	return []byte(accountID + "\x00" + monitorID + "\x00")
 }
 
-// badID: ids are key parts; one that would make keys ambiguous is refused.
-func badID(id string) bool { return id == "" || strings.ContainsAny(id, "#\x00") }
-
-func checkDocs(docs ...[]byte) error {
-	for _, d := range docs {
-		if len(d) > store.MaxDocumentBytes {
-			return store.ErrInvalid
-		}
-	}
-	return nil
-}
-
-func finishedRun(status string) bool {
-	return status == store.RunSucceeded || status == store.RunFailed || status == store.RunRefused
-}
-
-func finishedJob(state string) bool { return state == store.JobSucceeded || state == store.JobFailed }
-
 // read decodes key of bucket name; a missing bucket or key is ErrNotFound.
 func read[T any](tx *bolt.Tx, name, key []byte) (T, error) {
 	b := tx.Bucket(name)
@@ -81,7 +62,7 @@ func read[T any](tx *bolt.Tx, name, key []byte) (T, error) {
 }
 
 func (s *Store) CreateMonitor(ctx context.Context, m store.Monitor) (store.Monitor, error) {
-	if badID(m.ID) || badID(m.AccountID) || m.KeyID == "" || (m.State != store.MonitorActive && m.State != store.MonitorPaused) {
+	if store.BadID(m.ID) || store.BadID(m.AccountID) || m.KeyID == "" || (m.State != store.MonitorActive && m.State != store.MonitorPaused) {
 		return store.Monitor{}, store.ErrInvalid
 	}
 	err := s.update(ctx, func(tx *bolt.Tx) error {
@@ -211,7 +192,7 @@ func runExpired(r store.MonitorRun, now time.Time) bool { return !now.Before(r.E
 // StartedAt+MonitorRunTTL); a running run whose lease ended is taken over
 // in place, keeping its StartedAt and ExpiresAt.
 func (s *Store) ClaimRun(ctx context.Context, r store.MonitorRun, now time.Time) (store.MonitorRun, bool, error) {
-	if r.ID != store.RunID(r.ScheduledAt) || badID(r.MonitorID) || badID(r.AccountID) || r.Claim == "" || r.StartedAt.IsZero() ||
+	if r.ID != store.RunID(r.ScheduledAt) || store.BadID(r.MonitorID) || store.BadID(r.AccountID) || r.Claim == "" || r.StartedAt.IsZero() ||
 		!r.LeaseUntil.After(now) {
 		return store.MonitorRun{}, false, store.ErrInvalid
 	}
@@ -286,10 +267,10 @@ func dropExpiredRuns(b *bolt.Bucket, prefix []byte, now time.Time, all bool) err
 
 // CompleteRun changes the run and its monitor in one transaction.
 func (s *Store) CompleteRun(ctx context.Context, r store.MonitorRun, pauseAfter int, pauseReason, pauseMessage string) (store.Monitor, error) {
-	if !finishedRun(r.Status) || r.Claim == "" || r.ID == "" || r.MonitorID == "" || r.AccountID == "" {
+	if !store.RunFinished(r.Status) || r.Claim == "" || r.ID == "" || r.MonitorID == "" || r.AccountID == "" {
 		return store.Monitor{}, store.ErrInvalid
 	}
-	if err := checkDocs(r.Data, r.Changes); err != nil {
+	if err := store.CheckDocuments(r.Data, r.Changes); err != nil {
 		return store.Monitor{}, err
 	}
 	finished := s.now()
@@ -410,10 +391,10 @@ func jobExpired(j store.Job, now time.Time) bool { return !now.Before(j.ExpiresA
 // CreateJob stores j queued; a job without ExpiresAt keeps JobTTL from
 // its CreatedAt.
 func (s *Store) CreateJob(ctx context.Context, j store.Job) error {
-	if badID(j.ID) || badID(j.AccountID) || j.RequestID == "" {
+	if store.BadID(j.ID) || store.BadID(j.AccountID) || j.RequestID == "" {
 		return store.ErrInvalid
 	}
-	if err := checkDocs(j.Result); err != nil {
+	if err := store.CheckDocuments(j.Result); err != nil {
 		return err
 	}
 	if j.CreatedAt.IsZero() {
@@ -514,14 +495,14 @@ func (s *Store) JobProgress(ctx context.Context, accountID, id string, done, tot
 }
 
 func (s *Store) FinishJob(ctx context.Context, accountID, id, state string, status int, result []byte, now time.Time) (store.Job, error) {
-	if !finishedJob(state) {
+	if !store.JobFinished(state) {
 		return store.Job{}, store.ErrInvalid
 	}
-	if err := checkDocs(result); err != nil {
+	if err := store.CheckDocuments(result); err != nil {
 		return store.Job{}, err
 	}
 	return s.changeJob(ctx, accountID, id, now, func(j *store.Job) bool {
-		if finishedJob(j.State) {
+		if store.JobFinished(j.State) {
 			return false // the first outcome stands
 		}
 		at := now
@@ -531,7 +512,7 @@ func (s *Store) FinishJob(ctx context.Context, accountID, id, state string, stat
 }
 
 func (s *Store) MarkJobBilled(ctx context.Context, accountID, id string, result []byte) error {
-	if err := checkDocs(result); err != nil {
+	if err := store.CheckDocuments(result); err != nil {
 		return err
 	}
 	_, err := s.changeJob(ctx, accountID, id, s.now(), func(j *store.Job) bool {
