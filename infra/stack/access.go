@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/meridian-data/meridian/shared/mcpserver"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/upstream/adapters"
 )
@@ -250,6 +251,13 @@ func JobKeepers(reg *registry.Registry) map[string][]string {
 	keepers := JobAcceptors(reg)
 	if e, ok := reg.Endpoint(JobsEndpoint); ok {
 		addReason(keepers, string(e.Family), "serves "+JobsEndpoint+": reads a job's state and result")
+		for fam, tools := range mcpTools(reg, e.Platform) {
+			for _, name := range tools {
+				if name == mcpserver.Name(e) {
+					addReason(keepers, fam, "offers "+JobsEndpoint+" as the MCP tool "+name+", run in this process")
+				}
+			}
+		}
 	}
 	addReason(keepers, WorkerName, "runs the web jobs of the jobs queue")
 	return keepers
@@ -262,20 +270,53 @@ const JobsEndpoint = "web/jobs/{id}"
 // /v1/monitors/{id}/runs, ...).
 const MonitorsPath = "/v1/monitors"
 
+// MonitorsPlatform is the registry platform of the monitors API.
+const MonitorsPlatform = "monitors"
+
 // MonitorsAPI returns the functions serving the monitors API, with
-// reasons: the families its routes reach (registry.MatchRoute).
+// reasons: the families serving the monitors platform's endpoints and the
+// routes of /v1/monitors (registry.MatchRoute), and the family serving
+// /mcp when the MCP server offers those endpoints as tools
+// (mcpserver.Tools), which it runs in its own process.
 func MonitorsAPI(reg *registry.Registry) map[string][]string {
 	out := map[string][]string{}
+	for _, e := range reg.Endpoints() {
+		if e.Platform == MonitorsPlatform {
+			addReason(out, string(e.Family), "serves the monitors API ("+e.Key()+")")
+		}
+	}
 	routes := reg.Routes()
 	for _, r := range []struct{ method, path string }{
-		{"POST", MonitorsPath}, {"GET", MonitorsPath}, {"GET", MonitorsPath + "/mon_x"}, {"DELETE", MonitorsPath + "/mon_x"},
-		{"POST", MonitorsPath + "/mon_x/pause"}, {"POST", MonitorsPath + "/mon_x/resume"}, {"GET", MonitorsPath + "/mon_x/runs"},
+		{"GET", MonitorsPath}, {"POST", MonitorsPath + "/create"}, {"GET", MonitorsPath + "/mon_x"},
+		{"POST", MonitorsPath + "/mon_x/pause"}, {"GET", MonitorsPath + "/mon_x/runs"},
 	} {
-		rt := registry.MatchRoute(routes, r.method, r.path)
-		if rt.Path == "" || rt.Path == registry.DefaultRoute {
-			continue
+		if rt := registry.MatchRoute(routes, r.method, r.path); rt.Path != "" && rt.Path != registry.DefaultRoute {
+			addReason(out, string(rt.Family), "serves the monitors API's routes ("+rt.Method+" "+rt.Path+")")
 		}
-		addReason(out, string(rt.Family), "serves the monitors API ("+rt.Method+" "+rt.Path+")")
+	}
+	for fam, tools := range mcpTools(reg, MonitorsPlatform) {
+		addReason(out, fam, "offers the monitors API as MCP tools ("+strings.Join(tools, ", ")+"), run in this process")
+	}
+	return out
+}
+
+// mcpTools returns, by the family serving /mcp, the MCP tools of the
+// platform's endpoints.
+func mcpTools(reg *registry.Registry, platform string) map[string][]string {
+	var names []string
+	for _, t := range mcpserver.Tools(reg, mcpserver.Options{}) {
+		if t.Endpoint.Platform == platform {
+			names = append(names, mcpserver.Name(t.Endpoint))
+		}
+	}
+	out := map[string][]string{}
+	if len(names) == 0 {
+		return out
+	}
+	for _, r := range reg.Routes() {
+		if r.Path == "/mcp" {
+			out[string(r.Family)] = sortedSet(names)
+		}
 	}
 	return out
 }

@@ -659,6 +659,35 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 					c.do(http.MethodPost, "/mcp", map[string]any{"jsonrpc": "2.0", "id": i + 2, "method": "tools/call",
 						"params": map[string]any{"name": mcpserver.Name(e), "arguments": args}}, mcpHeaders...)
 				}
+				// The monitors API's tools: create, read, pause, resume, runs, delete.
+				call := func(name string, args map[string]any) map[string]any {
+					_, body := c.do(http.MethodPost, "/mcp", map[string]any{"jsonrpc": "2.0", "id": name, "method": "tools/call",
+						"params": map[string]any{"name": name, "arguments": args}}, mcpHeaders...)
+					var out struct {
+						Result struct {
+							IsError           bool           `json:"isError"`
+							StructuredContent map[string]any `json:"structuredContent"`
+						} `json:"result"`
+					}
+					if err := json.Unmarshal(body, &out); err != nil || out.Result.IsError {
+						t.Errorf("tool %s: %s", name, body)
+					}
+					return out.Result.StructuredContent
+				}
+				e, _ := reg.Endpoint(monitorOperations[0])
+				created := call("monitors__create", map[string]any{"platform": e.Platform, "endpoint": e.ID,
+					"params": monitorParams(e), "interval_minutes": 5})
+				id, _ := created["id"].(string)
+				if data, ok := created["data"].(map[string]any); ok && id == "" {
+					id, _ = data["id"].(string)
+				}
+				if id == "" {
+					t.Fatalf("monitors__create answered %v", created)
+				}
+				for _, name := range []string{"monitors__get", "monitors__pause", "monitors__resume", "monitors__runs", "monitors__delete"} {
+					call(name, map[string]any{"id": id})
+				}
+				call("monitors", map[string]any{})
 			}
 			// Web jobs: each async endpoint accepted (202) by its family, then
 			// read at /v1/web/jobs/{id} by the family serving that.

@@ -23,6 +23,11 @@ import (
 // change to the rule shows up here.
 var jobAcceptors = []string{"web", "bundle", "batch", "mcp"}
 
+// monitorSchedulers manage the monitors' schedules: service serves the
+// monitors API, mcp offers it as tools, and the worker's runs disable the
+// schedule of a monitor they pause and remove stale ones.
+var monitorSchedulers = []string{"service", "mcp", stack.WorkerName}
+
 func TestJobAcceptors(t *testing.T) {
 	reg := registry.Default()
 	keys := stack.AsyncEndpoints(reg)
@@ -83,8 +88,8 @@ func TestJobAcceptors(t *testing.T) {
 	}
 }
 
-// The table's monitors and jobs: the monitors API's family (service), the
-// job readers (web serves web/jobs/{id}) and the acceptors, and the
+// The table's monitors and jobs: the monitors API's functions (service,
+// and mcp's tools), the job readers (web serves web/jobs/{id}) and the acceptors, and the
 // worker; never a Scan (AllMonitors is local) nor a ConditionCheckItem.
 func TestMonitorsAndJobsTableUses(t *testing.T) {
 	reg := registry.Default()
@@ -92,15 +97,16 @@ func TestMonitorsAndJobsTableUses(t *testing.T) {
 		t.Errorf("%s is served by %v (%v), want web", stack.JobsEndpoint, e, ok)
 	}
 	api := stack.MonitorsAPI(reg)
-	if len(api) != 1 || len(api["service"]) == 0 {
-		t.Errorf("monitors API served by %v, want service", api)
+	if len(api) != 2 || len(api["service"]) == 0 || len(api["mcp"]) == 0 {
+		t.Errorf("monitors API served by %v, want service and mcp", api)
 	}
 	var schedulers []string
-	for fn := range stack.MonitorSchedulers(reg) {
+	for fn, why := range stack.MonitorSchedulers(reg) {
 		schedulers = append(schedulers, fn)
+		t.Logf("%s: %s", fn, strings.Join(why, "; "))
 	}
-	if !equalStrings(schedulers, []string{"service", stack.WorkerName}) {
-		t.Errorf("monitor schedulers %v, want service and the worker", schedulers)
+	if !equalStrings(schedulers, monitorSchedulers) {
+		t.Errorf("monitor schedulers %v, want %v", schedulers, monitorSchedulers)
 	}
 	uses := func(fn string) []string {
 		var names []string
@@ -116,7 +122,7 @@ func TestMonitorsAndJobsTableUses(t *testing.T) {
 	}
 	for _, fn := range stack.Functions() {
 		got := uses(fn)
-		wantMonitors := fn == "service"
+		wantMonitors := fn == "service" || fn == "mcp"
 		wantRuns := fn == stack.WorkerName
 		wantJobs := slices.Contains(jobAcceptors, fn) || fn == "web" || fn == stack.WorkerName
 		if slices.Contains(got, stack.UseMonitors.Name) != wantMonitors || slices.Contains(got, stack.UseMonitorRuns.Name) != wantRuns ||
@@ -235,8 +241,8 @@ func TestJobsQueueAccess(t *testing.T) {
 
 // The schedule group; the role its schedules assume: trusted by
 // EventBridge Scheduler for this account only, allowed to invoke the
-// worker and nothing else; the functions that manage schedules (service
-// and the worker) on the group's schedules only, passing that role to
+// worker and nothing else; the functions that manage schedules (service,
+// mcp and the worker) on the group's schedules only, passing that role to
 // EventBridge Scheduler only; no other role or policy touches either.
 func TestScheduler(t *testing.T) {
 	for name, s := range stacks() {
@@ -282,9 +288,8 @@ func TestScheduler(t *testing.T) {
 				}
 			}
 
-			// Who may manage schedules or pass the role: service and the
-			// worker (TestFunctionPolicies checks their statements), nobody
-			// else; nothing allows scheduler actions or iam:PassRole on "*".
+			// Who may manage schedules or pass the role: monitorSchedulers
+			// (TestFunctionPolicies checks their statements), nobody else; nothing allows scheduler actions or iam:PassRole on "*".
 			roles := map[string]string{}
 			for _, fn := range stack.Functions() {
 				id, _ := s.byPath(t, fnConstruct(fn)+"Role/Resource")
@@ -313,15 +318,19 @@ func TestScheduler(t *testing.T) {
 					}
 				}
 			}
-			if len(managers) != 2 || !managers["service"] || !managers[stack.WorkerName] {
-				t.Errorf("functions managing schedules %v, want service and the worker", managers)
+			var got []string
+			for fn := range managers {
+				got = append(got, fn)
+			}
+			if !equalStrings(got, monitorSchedulers) {
+				t.Errorf("functions managing schedules %v, want %v", got, monitorSchedulers)
 			}
 			// The wildcard of schedule/GROUP/* is explained and, for cdk-nag,
 			// suppressed on exactly that resource.
 			if stack.WildcardReasons[stack.SidSchedules] == "" {
 				t.Error("no reason for the schedules' wildcard")
 			}
-			for _, fn := range []string{"service", stack.WorkerName} {
+			for _, fn := range monitorSchedulers {
 				_, policy := s.byPath(t, fnConstruct(fn)+"Role/DefaultPolicy/Resource")
 				if !strings.Contains(fmt.Sprint(policy.Metadata["cdk_nag"]), `:schedule\/<`+groupID+`>\/\*$/`) {
 					t.Errorf("%s: no cdk-nag suppression of the schedules' wildcard: %s", fn, canonical(t, policy.Metadata["cdk_nag"]))

@@ -440,10 +440,11 @@ func TestFunctions(t *testing.T) {
 				if q, has := env["MERIDIAN_JOBS_QUEUE_URL"]; has != acceptor || (has && ref(q) != jobsID) {
 					t.Errorf("%s: MERIDIAN_JOBS_QUEUE_URL %v", fn, q)
 				}
-				// The scheduler's environment: on service and the worker only.
+				// The scheduler's environment: on the monitors API's functions
+				// (service, and mcp, whose tools include it) and the worker only.
 				groupID, _ := s.byPath(t, "SchedulerGroup")
 				schedulerRoleID, _ := s.byPath(t, "SchedulerRole/Resource")
-				schedules := fn == "service" || fn == stack.WorkerName
+				schedules := slices.Contains(monitorSchedulers, fn)
 				for _, v := range []string{"MERIDIAN_SCHEDULER_GROUP", "MERIDIAN_SCHEDULER_ROLE_ARN", "MERIDIAN_SCHEDULER_TARGET_ARN"} {
 					if _, has := env[v]; has != schedules {
 						t.Errorf("%s: %s set %v", fn, v, has)
@@ -540,7 +541,9 @@ var wantPolicies = map[string]policyWant{
 	"service":   {table: tableAll, queue: send, secret: true, adminSecret: true, schedules: true},
 	"batch":     {table: tableNoDel, queue: send, jobs: send, secret: true},
 	"sandbox":   {table: tableSandbox, queue: send},
-	"mcp":       {table: tableNoDel, queue: send, jobs: send, secret: true},
+	// mcp offers the monitors API as tools: it deletes monitors and
+	// manages their schedules too.
+	"mcp": {table: tableAll, queue: send, jobs: send, secret: true, schedules: true},
 	// The worker consumes both queues and sends to neither (its own calls'
 	// usage events are applied in process); it runs every endpoint (monitor
 	// runs, web jobs), so it reads the upstream secret, and disables or
