@@ -148,8 +148,9 @@ func WorkerHandler(w *usage.Worker, runs Runs, flush ...func(context.Context)) f
 				return nil, errors.New("worker: monitors are not configured")
 			}
 			defer done(ctx)
-			// An error makes EventBridge Scheduler retry the delivery; the
-			// run's claim keeps a retry from running it twice.
+			// Scheduler invokes the worker asynchronously: an error is
+			// retried by Lambda's asynchronous retries, and the run's claim
+			// keeps a retry from running it twice.
 			return map[string]string{"monitor_id": probe.MonitorRun.MonitorID}, runs.RunMonitor(ctx, *probe.MonitorRun)
 		case len(probe.Records) > 0 && probe.Records[0].EventSource == "aws:sqs":
 			var ev events.SQSEvent
