@@ -5,7 +5,7 @@
 
 (() => {
   const $ = (id) => document.getElementById(id);
-  const views = ['overview', 'keys', 'ledger', 'usage', 'status'];
+  const views = ['overview', 'keys', 'monitors', 'ledger', 'usage', 'status'];
   let csrf = '';
   let signedIn = false;
 
@@ -163,6 +163,7 @@
       if (o.new_key) reveal($('overview-new-key'), o.new_key.key, 'Your first API key');
     },
     keys: loadKeys,
+    monitors: loadMonitors,
     ledger: () => loadLedger(),
     usage: loadUsage,
     async status() {
@@ -303,6 +304,356 @@
       showError(e);
     }
   });
+
+  // ---- monitors ------------------------------------------------------------
+
+  // The account's keys by id: the monitors' key column and the form's
+  // selector (active keys only), read again with the monitors.
+  let keysById = new Map();
+  const keyLabel = (k) => (k.name || '(unnamed)') + ' (' + k.prefix + '…' + k.last4 + ')';
+  const monitorLabel = (m) => m.name || m.operation;
+
+  // The form's inputs by the API field a refusal names (details.field; a
+  // refusal of one of the operation's own parameters says details.in =
+  // "params" and names the parameter).
+  const monitorInputs = {
+    key_id: 'monitor-key', platform: 'monitor-platform', endpoint: 'monitor-endpoint',
+    params: 'monitor-params', interval_minutes: 'monitor-interval', name: 'monitor-name',
+  };
+
+  async function loadMonitors() {
+    const [r, keys] = await Promise.all([api('GET', '/console/monitors'), api('GET', '/console/keys')]);
+    keysById = new Map(keys.items.map((k) => [k.id, k]));
+    fillKeySelect(keys.items);
+    renderMonitors(r);
+    if (runs.monitor) {
+      const m = r.items.find((x) => x.id === runs.monitor.id);
+      if (m) {
+        runs.monitor = m;
+        $('runs-title').textContent = 'Runs of ' + monitorLabel(m);
+        markSelected(m.id);
+      } else {
+        closeRuns();
+      }
+    }
+  }
+
+  function fillKeySelect(keys) {
+    const select = $('monitor-key');
+    const chosen = select.value;
+    const active = keys.filter((k) => k.status === 'active');
+    select.replaceChildren();
+    if (!active.length) {
+      select.append(el('option', { value: '', text: 'No active key: create one under Keys' }));
+      return;
+    }
+    for (const k of active) select.append(el('option', { value: k.id, text: keyLabel(k) }));
+    if (active.some((k) => k.id === chosen)) select.value = chosen;
+  }
+
+  function renderMonitors(r) {
+    $('monitors-count').textContent = '(' + r.count + ' of ' + r.max + ')';
+    const body = $('monitors-table').tBodies[0];
+    body.replaceChildren();
+    if (r.items.length === 0) {
+      body.append(el('tr', {}, el('td', { colspan: 7, class: 'muted', text: 'No monitors yet: create one above.' })));
+    }
+    for (const m of r.items) body.append(monitorRow(m));
+  }
+
+  // operationCode shows /v1/platform/endpoint, breakable after each slash.
+  function operationCode(path) {
+    const code = el('code');
+    path.split('/').forEach((seg, i) => {
+      if (i > 0) code.append('/', el('wbr'));
+      code.append(seg);
+    });
+    return code;
+  }
+
+  function monitorRow(m) {
+    const label = monitorLabel(m);
+    const act = (text, aria, fn, cls) => el('button', {
+      type: 'button', class: cls || 'secondary', text, 'aria-label': aria,
+      onclick: async (ev) => {
+        ev.target.disabled = true;
+        try { await fn(); } catch (e) { showError(e); } finally { ev.target.disabled = false; }
+      },
+    });
+    const change = async (what) => {
+      clearError();
+      await api('POST', '/console/monitors/' + encodeURIComponent(m.id) + '/' + what);
+      await loadMonitors();
+    };
+    const state = el('td', {}, el('span', { class: 'badge ' + m.state, text: m.state }));
+    if (m.state === 'paused' && m.paused_message) {
+      state.append(el('div', { class: 'note state-note', 'data-reason': m.paused_reason, text: m.paused_message }));
+    } else if (m.consecutive_failures > 0) {
+      state.append(el('div', { class: 'note state-note', text: m.consecutive_failures + ' ' + (m.consecutive_failures === 1 ? 'run' : 'runs') + ' in a row did not succeed' }));
+    }
+    // The key each run is made with, under the monitor's name.
+    const k = keysById.get(m.key_id);
+    const key = el('div', { class: 'note' }, 'key ');
+    if (k) {
+      key.append(el('code', { text: k.prefix + '…' + k.last4 }), k.name ? ' ' + k.name : '');
+      if (k.status !== 'active') key.append(' ', el('span', { class: 'badge ' + k.status, text: k.status }));
+    } else {
+      key.append('deleted');
+    }
+    const names = Object.keys(m.params || {}).sort();
+    const params = names.length
+      ? el('ul', { class: 'params' }, ...names.map((n) => el('li', {}, el('code', { text: n + '=' + m.params[n] }))))
+      : el('span', { class: 'muted', text: 'none' });
+    const actions = el('div', { class: 'actions' },
+      m.state === 'paused'
+        ? act('Resume', 'Resume monitor ' + label, () => change('resume'))
+        : act('Pause', 'Pause monitor ' + label, () => change('pause')),
+      act('Runs', 'Show runs of monitor ' + label, () => openRuns(m)),
+      act('Delete', 'Delete monitor ' + label, async () => openMonitorDelete(m), 'danger'));
+    return el('tr', { 'data-monitor-id': m.id, 'data-state': m.state, class: runs.monitor && runs.monitor.id === m.id ? 'selected' : null },
+      el('td', {}, m.name ? el('span', { class: 'name', text: m.name }) : el('span', { class: 'muted', text: '(unnamed)' }), key),
+      el('td', { class: 'op' }, operationCode(m.operation)),
+      el('td', {}, params),
+      el('td', { text: num(m.interval_minutes) + ' min' }),
+      state,
+      m.last_run_at
+        ? el('td', {}, when(m.last_run_at), el('div', {}, el('span', { class: 'badge ' + (m.last_run_status || ''), text: m.last_run_status || '' })))
+        : el('td', { class: 'muted', text: 'not yet' }),
+      el('td', {}, actions));
+  }
+
+  // ---- the create form: refusals next to the field they name
+
+  function clearFieldErrors() {
+    for (const field of Object.keys(monitorInputs)) clearFieldError(field);
+  }
+
+  function clearFieldError(field) {
+    const box = $(monitorInputs[field] + '-error');
+    box.replaceChildren();
+    box.hidden = true;
+    $(monitorInputs[field]).removeAttribute('aria-invalid');
+  }
+
+  function fieldError(field, message, requestId) {
+    const input = $(monitorInputs[field]);
+    const box = $(monitorInputs[field] + '-error');
+    box.replaceChildren(message);
+    if (requestId) box.append(' ', el('span', { class: 'muted', text: '(request ' + requestId + ')' }));
+    box.hidden = false;
+    input.setAttribute('aria-invalid', 'true');
+    input.focus();
+  }
+
+  // placeFieldError shows a refusal next to its field; false when it
+  // names none of the form's fields.
+  function placeFieldError(e) {
+    if (!(e instanceof ApiError) || e.status < 400 || e.status >= 500) return false;
+    const d = e.details || {};
+    const field = d.in === 'params' ? 'params' : d.field;
+    if (!Object.hasOwn(monitorInputs, field)) return false;
+    fieldError(field, e.message, e.requestId);
+    return true;
+  }
+
+  for (const field of Object.keys(monitorInputs)) {
+    $(monitorInputs[field]).addEventListener('input', () => clearFieldError(field));
+  }
+
+  $('create-monitor-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    clearError();
+    clearFieldErrors();
+    $('create-monitor-status').textContent = '';
+    const body = { platform: $('monitor-platform').value.trim(), endpoint: $('monitor-endpoint').value.trim() };
+    const key = $('monitor-key').value;
+    if (key) body.key_id = key;
+    const text = $('monitor-params').value.trim();
+    if (text !== '') {
+      try {
+        body.params = JSON.parse(text);
+      } catch (e) {
+        fieldError('params', 'The parameters are not valid JSON (' + e.message + '). Write an object such as {"query": "acme"}, or leave the box empty for none.');
+        return;
+      }
+    }
+    const interval = $('monitor-interval');
+    const minutes = interval.value.trim();
+    if (interval.validity.badInput || (minutes !== '' && !Number.isInteger(Number(minutes)))) {
+      fieldError('interval_minutes', 'Every is a whole number of minutes from 5 to 10080.');
+      return;
+    }
+    if (minutes !== '') body.interval_minutes = Number(minutes);
+    const name = $('monitor-name').value.trim();
+    if (name) body.name = name;
+    const button = ev.submitter || ev.target.querySelector('button[type="submit"]');
+    button.disabled = true;
+    try {
+      const m = await api('POST', '/console/monitors', body);
+      for (const id of ['monitor-platform', 'monitor-endpoint', 'monitor-params', 'monitor-name']) $(id).value = '';
+      interval.value = '60';
+      $('create-monitor-status').textContent = 'Monitor “' + monitorLabel(m) + '” created; its first run starts in a moment.';
+      await loadMonitors();
+    } catch (e) {
+      if (!placeFieldError(e)) showError(e);
+    } finally {
+      button.disabled = false;
+    }
+  });
+
+  $('monitors-refresh').addEventListener('click', () => { clearError(); loadMonitors().catch(showError); });
+
+  let deletingMonitor = null;
+  function openMonitorDelete(m) {
+    deletingMonitor = m;
+    $('monitor-delete-which').textContent = monitorLabel(m) + ' (' + m.operation + ')';
+    $('monitor-delete-dialog').showModal();
+    $('monitor-delete-cancel').focus();
+  }
+  $('monitor-delete-cancel').addEventListener('click', () => $('monitor-delete-dialog').close());
+  $('monitor-delete-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const m = deletingMonitor;
+    $('monitor-delete-dialog').close();
+    clearError();
+    try {
+      await api('DELETE', '/console/monitors/' + encodeURIComponent(m.id));
+      if (runs.monitor && runs.monitor.id === m.id) closeRuns();
+      await loadMonitors();
+      $('monitors-title').focus();
+    } catch (e) {
+      showError(e);
+    }
+  });
+
+  // ---- a monitor's runs, newest first, paged with the API's cursor
+
+  const runs = { monitor: null, next: null };
+
+  function markSelected(id) {
+    for (const tr of $('monitors-table').tBodies[0].rows) tr.classList.toggle('selected', tr.dataset.monitorId === id);
+  }
+
+  async function openRuns(m) {
+    clearError();
+    runs.monitor = m;
+    runs.next = null;
+    $('runs-title').textContent = 'Runs of ' + monitorLabel(m);
+    $('runs-table').tBodies[0].replaceChildren();
+    $('runs-panel').hidden = false;
+    markSelected(m.id);
+    await loadRuns(false);
+    $('runs-title').focus();
+  }
+
+  function closeRuns() {
+    const id = runs.monitor && runs.monitor.id;
+    runs.monitor = null;
+    runs.next = null;
+    $('runs-panel').hidden = true;
+    $('runs-table').tBodies[0].replaceChildren();
+    $('runs-shown').textContent = '';
+    markSelected('');
+    return id;
+  }
+
+  async function loadRuns(more) {
+    const m = runs.monitor;
+    if (!m) return;
+    const q = new URLSearchParams({ limit: $('runs-limit').value });
+    if (more && runs.next) q.set('cursor', runs.next);
+    const r = await api('GET', '/console/monitors/' + encodeURIComponent(m.id) + '/runs?' + q);
+    if (runs.monitor !== m) return; // another monitor's runs were opened meanwhile
+    const body = $('runs-table').tBodies[0];
+    if (!more) body.replaceChildren();
+    for (const run of r.items) body.append(runRow(run));
+    const shown = body.querySelectorAll('tr[data-run-id]').length;
+    if (shown === 0) {
+      body.replaceChildren(el('tr', {}, el('td', { colspan: 6, class: 'muted', text: 'No runs yet: the first starts moments after the monitor is created.' })));
+    }
+    runs.next = r.has_more ? r.cursor : null;
+    $('runs-more').hidden = !runs.next;
+    $('runs-shown').textContent = shown + (shown === 1 ? ' run' : ' runs') + ' shown' + (runs.next ? '; older runs remain.' : '.');
+  }
+
+  function runRow(run) {
+    // A run that did not succeed says why under its status.
+    const status = el('td', {}, el('span', { class: 'badge ' + run.status, text: run.status }));
+    if (run.error) status.append(el('div', { class: 'note run-error' }, el('code', { text: run.error.type }), ': ' + run.error.message));
+    return el('tr', { 'data-run-id': run.id, 'data-status': run.status },
+      el('td', { text: when(run.scheduled_at), title: 'started ' + when(run.started_at) + (run.finished_at ? ', finished ' + when(run.finished_at) : '') }),
+      status,
+      el('td', { class: 'num', text: run.http_status === null || run.http_status === undefined ? '–' : String(run.http_status) }),
+      el('td', { class: 'num', text: num(run.credits_used) }),
+      el('td', {}, run.request_id
+        ? el('button', {
+          type: 'button', class: 'link', text: run.request_id, 'aria-label': 'Show request ' + run.request_id + ' in the ledger',
+          onclick: () => showInLedger(run.request_id),
+        })
+        : '–'),
+      el('td', {}, changesSummary(run)));
+  }
+
+  // changesSummary is what changed since the monitor's previous successful
+  // run: per list, how many records were added, removed and changed (with
+  // the changed records' field names), then the other fields that changed.
+  function changesSummary(run) {
+    const c = run.changes;
+    if (!c) return el('span', { class: 'muted', text: run.status === 'succeeded' ? 'nothing to compare with' : '–' });
+    const lines = [];
+    for (const [name, l] of Object.entries(c.lists || {})) {
+      const parts = [];
+      const added = l.added || [], removed = l.removed || [], changed = l.changed || [];
+      if (added.length) parts.push(num(added.length) + ' added');
+      if (removed.length) parts.push(num(removed.length) + ' removed');
+      if (changed.length) {
+        const fields = [...new Set(changed.flatMap((i) => i.fields || []))].sort();
+        parts.push(num(changed.length) + ' changed' + (fields.length ? ' (' + fields.join(', ') + ')' : ''));
+      }
+      lines.push(name + ': ' + parts.join(', ') + (l.truncated ? ', and more' : ''));
+    }
+    const fields = (c.fields || []).map((f) => f.name);
+    if (fields.length) lines.push('fields: ' + fields.join(', '));
+    if (!lines.length) return el('span', { class: 'muted', text: 'no change' });
+    return el('ul', { class: 'changes' }, ...lines.map((t) => el('li', { text: t })));
+  }
+
+  function showInLedger(requestId) {
+    ledger.requestId = requestId;
+    ledger.pages = [''];
+    ledger.index = 0;
+    $('ledger-request-id').value = requestId;
+    location.hash = '#ledger';
+  }
+
+  $('runs-more').addEventListener('click', async () => {
+    clearError();
+    try {
+      await loadRuns(true);
+      if ($('runs-more').hidden) $('runs-title').focus();
+    } catch (e) {
+      showError(e);
+    }
+  });
+  $('runs-refresh').addEventListener('click', () => { clearError(); loadRuns(false).catch(showError); });
+  $('runs-limit').addEventListener('change', () => { clearError(); loadRuns(false).catch(showError); });
+  $('runs-close').addEventListener('click', () => {
+    const id = closeRuns();
+    const row = id && $('monitors-table').querySelector('tr[data-monitor-id="' + CSS.escape(id) + '"]');
+    const button = row && row.querySelector('button[aria-label^="Show runs"]');
+    (button || $('monitors-title')).focus();
+  });
+
+  function resetMonitors() {
+    closeRuns();
+    keysById = new Map();
+    clearFieldErrors();
+    $('create-monitor-form').reset();
+    $('create-monitor-status').textContent = '';
+    $('monitor-key').replaceChildren();
+    $('monitors-count').textContent = '';
+    $('monitors-table').tBodies[0].replaceChildren();
+  }
 
   // ---- ledger --------------------------------------------------------------
 
@@ -497,6 +848,7 @@
     for (const id of ['overview-new-key', 'keys-new-key', 'status-list', 'chart-calls', 'chart-credits', 'chart-endpoints']) $(id).replaceChildren();
     for (const t of ['keys-table', 'usage-table']) $(t).tBodies[0].replaceChildren();
     for (const b of Array.from($('ledger-table').tBodies)) b.remove();
+    resetMonitors();
     showSection('signin');
     document.title = 'Sign in · Meridian console';
     $('signin-token').focus();
