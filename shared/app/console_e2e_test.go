@@ -3,6 +3,7 @@ package app_test
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -265,7 +266,7 @@ func TestConsoleMonitorsInChromium(t *testing.T) {
 	if runErr != nil || report.Failed != "" {
 		t.Fatalf("step %q failed: %s\npage errors: %v\n%s", report.Failed, report.Error, report.PageErrors, stderr.String())
 	}
-	if len(report.Steps) < 15 || len(report.Screenshots) < 9 {
+	if len(report.Steps) < 18 || len(report.Screenshots) < 10 {
 		t.Fatalf("%d steps, %d screenshots", len(report.Steps), len(report.Screenshots))
 	}
 	for _, shot := range report.Screenshots {
@@ -273,7 +274,7 @@ func TestConsoleMonitorsInChromium(t *testing.T) {
 			t.Errorf("screenshot %s: %v", shot, err)
 		}
 	}
-	// Seven runs, each one credit, and no monitor left.
+	// Seven runs of one credit each, then one refused, and no monitor left.
 	if got := balance(t, s, acct.ID); got != 93 {
 		t.Errorf("balance %d after seven runs of a one-credit operation", got)
 	}
@@ -316,11 +317,12 @@ func changingRegistry(fixtures *replay.Server, changed *atomic.Bool) http.Handle
 }
 
 // deliverRuns is the test's hook for the browser script: POST
-// /deliver?monitor=ID&runs=N&change_at=K waits for the scheduler's first
-// run of the monitor (at its creation time), then has the local scheduler
-// deliver the next N scheduled times one after another, each run finished
-// before the next (the source changes from the Kth; 0: never), and answers
-// the ids of all the runs, newest first.
+// /deliver?monitor=ID&runs=N&change_at=K&from=F waits for the scheduler's
+// first run of the monitor (at its creation time), then has the local
+// scheduler deliver N scheduled times from the Fth after it (default 1)
+// one after another, each run finished before the next (the source
+// changes from the Kth; 0: never), and answers the ids of the first run
+// and those delivered, newest first.
 func deliverRuns(ctx context.Context, t *testing.T, s *embedded.Store, scheduler *monitors.LocalScheduler, accountID string, changed *atomic.Bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fail := func(format string, args ...any) {
@@ -330,6 +332,11 @@ func deliverRuns(ctx context.Context, t *testing.T, s *embedded.Store, scheduler
 		q := r.URL.Query()
 		n, _ := strconv.Atoi(q.Get("runs"))
 		changeAt, _ := strconv.Atoi(q.Get("change_at"))
+		from, err := strconv.Atoi(cmp.Or(q.Get("from"), "1"))
+		if err != nil || from < 1 {
+			fail("from=%q", q.Get("from"))
+			return
+		}
 		m, err := s.Monitor(ctx, accountID, q.Get("monitor"))
 		if err != nil {
 			fail("monitor %q: %v", q.Get("monitor"), err)
@@ -352,7 +359,7 @@ func deliverRuns(ctx context.Context, t *testing.T, s *embedded.Store, scheduler
 			return
 		}
 		ids := []string{store.RunID(anchor)}
-		for i := 1; i <= n; i++ {
+		for i := from; i < from+n; i++ {
 			changed.Store(changeAt > 0 && i >= changeAt)
 			at := anchor.Add(time.Duration(i) * every)
 			scheduler.Deliver(ctx, at)
@@ -625,12 +632,37 @@ try {
     await monitorRow(NAME).waitFor();
   });
 
+  await step("a revoked key: the next run is refused and pauses the monitor, saying why", async () => {
+    await page.click("#nav a[data-view=keys]");
+    await keyRow("watcher").getByRole("button", { name: /^Revoke key watcher/ }).click();
+    await keyRow("watcher").locator(".badge", { hasText: "revoked" }).waitFor();
+    const r = await fetch(hook + "/deliver?monitor=" + encodeURIComponent(monitor.id) + "&runs=1&from=7", { method: "POST" });
+    const text = await r.text();
+    expect(r.ok, "deliver: " + r.status + " " + text);
+    const refused = JSON.parse(text).runs[0];
+    await page.click("#nav a[data-view=monitors]");
+    await page.locator("#monitors-table tr[data-state=paused]").waitFor();
+    const cells = await monitorRow(NAME).locator("td").allInnerTexts();
+    expect(/revoked/.test(cells[0]), "the key is not shown revoked: " + cells[0]);
+    expect(/paused/.test(cells[4]) && /key this monitor runs with is revoked or deleted/.test(cells[4]), "state " + cells[4]);
+    expect(/refused/.test(cells[5]), "last run " + cells[5]);
+    const m = (await get("/console/monitors")).json.items[0];
+    expect(m.state === "paused" && m.paused_reason !== "user" && m.last_run_status === "refused", "API " + JSON.stringify(m));
+    await page.click("#runs-refresh");
+    await page.waitForFunction((id) => document.querySelector("#runs-table tr[data-run-id]").dataset.runId === id, refused);
+    const c = await runCells(0);
+    expect(c[1] === "refused" && c[2] === "401" && /^UNAUTHORIZED: ./.test(c[5]), "refused run " + JSON.stringify(c));
+    expect(await monitorRow(NAME).getByRole("button", { name: "Resume monitor " + NAME }).count() === 1, "no resume button");
+    await fitsWidth("a refused run");
+    await shot("08-key-revoked");
+  });
+
   await step("readable at a phone's width", async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await page.waitForTimeout(100);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     expect(overflow <= 1, "monitors scroll sideways by " + overflow + "px at 390px");
-    await shot("08-phone-monitors");
+    await shot("09-phone-monitors");
     await page.setViewportSize({ width: 1280, height: 900 });
   });
 
@@ -647,7 +679,7 @@ try {
     expect((await get("/console/monitors")).json.count === 0, "the API still lists it");
     expect((await get("/console/monitors/" + monitor.id + "/runs")).status === 404, "its runs still answer");
     await page.locator("#monitors-count", { hasText: "(0 of 50)" }).waitFor();
-    await shot("09-monitor-deleted");
+    await shot("10-monitor-deleted");
   });
 
   await step("sign out clears the section", async () => {

@@ -163,7 +163,10 @@
       if (o.new_key) reveal($('overview-new-key'), o.new_key.key, 'Your first API key');
     },
     keys: loadKeys,
-    monitors: loadMonitors,
+    monitors() {
+      $('create-monitor-status').textContent = '';
+      return loadMonitors();
+    },
     ledger: () => loadLedger(),
     usage: loadUsage,
     async status() {
@@ -577,12 +580,9 @@
   }
 
   function runRow(run) {
-    // A run that did not succeed says why under its status.
-    const status = el('td', {}, el('span', { class: 'badge ' + run.status, text: run.status }));
-    if (run.error) status.append(el('div', { class: 'note run-error' }, el('code', { text: run.error.type }), ': ' + run.error.message));
     return el('tr', { 'data-run-id': run.id, 'data-status': run.status },
       el('td', { text: when(run.scheduled_at), title: 'started ' + when(run.started_at) + (run.finished_at ? ', finished ' + when(run.finished_at) : '') }),
-      status,
+      el('td', {}, el('span', { class: 'badge ' + run.status, text: run.status })),
       el('td', { class: 'num', text: run.http_status === null || run.http_status === undefined ? '–' : String(run.http_status) }),
       el('td', { class: 'num', text: num(run.credits_used) }),
       el('td', {}, run.request_id
@@ -591,7 +591,10 @@
           onclick: () => showInLedger(run.request_id),
         })
         : '–'),
-      el('td', {}, changesSummary(run)));
+      // A run that did not succeed has no changes: it says why instead.
+      el('td', {}, run.error
+        ? el('div', { class: 'run-error' }, el('code', { text: run.error.type }), ': ' + run.error.message)
+        : changesSummary(run)));
   }
 
   // changesSummary is what changed since the monitor's previous successful
