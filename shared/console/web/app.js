@@ -531,7 +531,8 @@
 
   // ---- a monitor's runs, newest first, paged with the API's cursor
 
-  const runs = { monitor: null, next: null };
+  // seq numbers the loads: only the latest one's answer is shown.
+  const runs = { monitor: null, next: null, seq: 0 };
 
   function markSelected(id) {
     for (const tr of $('monitors-table').tBodies[0].rows) tr.classList.toggle('selected', tr.dataset.monitorId === id);
@@ -565,8 +566,9 @@
     if (!m) return;
     const q = new URLSearchParams({ limit: $('runs-limit').value });
     if (more && runs.next) q.set('cursor', runs.next);
+    const seq = ++runs.seq;
     const r = await api('GET', '/console/monitors/' + encodeURIComponent(m.id) + '/runs?' + q);
-    if (runs.monitor !== m) return; // another monitor's runs were opened meanwhile
+    if (seq !== runs.seq || !runs.monitor || runs.monitor.id !== m.id) return; // another load, or another monitor's runs, came since
     const body = $('runs-table').tBodies[0];
     if (!more) body.replaceChildren();
     for (const run of r.items) body.append(runRow(run));
