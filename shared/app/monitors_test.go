@@ -353,6 +353,7 @@ func TestMonitorCreateRefusals(t *testing.T) {
 		status                int
 	}{
 		{createPath("company_registry", "nope", `{}`, 60), "endpoint", "unknown_endpoint", 422},
+		{createPath("nowhere", "search", `{}`, 60), "platform", "unknown_platform", 422},
 		{createPath("credits", "balance", `{}`, 60), "endpoint", "unknown_endpoint", 422},
 		{createPath("company_registry", "search", `{"query":`, 60), "params", "invalid_format", 422},
 		{createPath("company_registry", "search", `{"query":["a"]}`, 60), "params", "invalid_format", 422},

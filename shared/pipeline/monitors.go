@@ -231,8 +231,12 @@ func (p *Pipeline) CreateMonitor(ctx context.Context, accountID, keyID string, s
 // a live data endpoint this deployment serves, with parameters its own
 // validation accepts. It returns the canonical parameters each run sends.
 func (p *Pipeline) monitorOperation(spec MonitorSpec) (*registry.Endpoint, map[string]string, *envelope.Error) {
-	key := strings.Trim(spec.Platform, "/") + "/" + strings.Trim(spec.Endpoint, "/")
+	platform := strings.Trim(spec.Platform, "/")
+	key := platform + "/" + strings.Trim(spec.Endpoint, "/")
 	e, ok := p.cfg.Registry.Endpoint(key)
+	if !ok && !p.knownPlatform(platform) {
+		return nil, nil, fieldError("platform", "unknown_platform", platform+" is not a platform; GET /v1/utility/endpoints lists them.")
+	}
 	if !ok || e.Kind != registry.Data || e.IsIndex() {
 		return nil, nil, fieldError("endpoint", "unknown_endpoint",
 			key+" is not a data operation; GET /v1/utility/endpoints lists them.")
@@ -274,6 +278,16 @@ func (p *Pipeline) monitorOperation(spec MonitorSpec) (*registry.Endpoint, map[s
 		return nil, nil, verr
 	}
 	return e, validated.Values, nil
+}
+
+// knownPlatform reports whether a data endpoint lives under platform.
+func (p *Pipeline) knownPlatform(platform string) bool {
+	for _, e := range p.cfg.Registry.Endpoints() {
+		if e.Platform == platform && e.Kind == registry.Data {
+			return true
+		}
+	}
+	return false
 }
 
 func parseInterval(s string) (int, bool) {
