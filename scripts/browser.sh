@@ -7,8 +7,10 @@
 #
 # Usage: scripts/browser.sh install             prints the npm tools folder as the last line
 #        scripts/browser.sh run BASE_URL OUT_DIR  runs scripts/npm-tools/console-e2e.mjs
+#        scripts/browser.sh script NAME ARGS...   runs scripts/npm-tools/NAME with ARGS
 #   The run reads MERIDIAN_ADMIN_TOKEN (to open a fresh account) from the
-#   environment, writes screenshots under OUT_DIR and prints one JSON line.
+#   environment, writes screenshots under OUT_DIR and prints one JSON line;
+#   console-monitors-e2e.mjs reads MERIDIAN_CONSOLE_TOKEN (TestConsoleMonitorsInChromium).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -33,11 +35,17 @@ case "${1:-}" in
     ;;
   run)
     shift
+    exec "$0" script console-e2e.mjs "$@"
+    ;;
+  script)
+    name=${2:?usage: $0 script NAME ARGS...}
+    shift 2
+    [[ $name =~ ^[a-z0-9-]+\.mjs$ && -f $root/scripts/npm-tools/$name ]] || { log "no browser script $name"; exit 2; }
     need_chromium
     dir=$("$root/scripts/npm-tools.sh" install | tail -n1)
-    # Beside node_modules, so playwright-core resolves.
-    cp "$root/scripts/npm-tools/console-e2e.mjs" "$dir/console-e2e.mjs"
-    CHROMIUM_PATH=$CHROMIUM exec node "$dir/console-e2e.mjs" "$@"
+    # Beside node_modules, so playwright-core resolves; with the shared helpers.
+    cp "$root/scripts/npm-tools/browser-lib.mjs" "$root/scripts/npm-tools/$name" "$dir/"
+    CHROMIUM_PATH=$CHROMIUM exec node "$dir/$name" "$@"
     ;;
-  *) echo "usage: $0 install | run BASE_URL OUT_DIR" >&2; exit 2 ;;
+  *) echo "usage: $0 install | run BASE_URL OUT_DIR | script NAME ARGS..." >&2; exit 2 ;;
 esac

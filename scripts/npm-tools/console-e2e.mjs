@@ -6,32 +6,13 @@
 // Usage: CHROMIUM_PATH=/usr/bin/chromium MERIDIAN_ADMIN_TOKEN=… node console-e2e.mjs BASE_URL OUT_DIR
 // Prints one JSON line {"steps":[…],"screenshots":[…]} and exits 1 at the
 // first failed step (named in "failed").
-import { chromium } from "playwright-core";
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { runE2E, expect, fail } from "./browser-lib.mjs";
 
 const [base, outDir] = process.argv.slice(2);
 const adminToken = process.env.MERIDIAN_ADMIN_TOKEN;
 if (!base || !outDir || !adminToken) {
   console.error("usage: MERIDIAN_ADMIN_TOKEN=… console-e2e.mjs BASE_URL OUT_DIR");
   process.exit(2);
-}
-mkdirSync(outDir, { recursive: true });
-
-const report = { steps: [], screenshots: [] };
-const pageErrors = [];
-const fail = (msg) => { throw new Error(msg); };
-const expect = (cond, msg) => { if (!cond) fail(msg); };
-
-async function step(name, fn) {
-  try {
-    await fn();
-    report.steps.push(name);
-  } catch (e) {
-    report.failed = name;
-    report.error = String(e && e.stack || e);
-    throw e;
-  }
 }
 
 async function api(method, path, { key, body, headers } = {}) {
@@ -44,24 +25,7 @@ async function api(method, path, { key, body, headers } = {}) {
   return { status: res.status, json, requestId: res.headers.get("x-request-id") };
 }
 
-const browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM_PATH || "/usr/bin/chromium",
-  headless: true,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"],
-});
-let exitCode = 0;
-try {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  const page = await context.newPage();
-  page.setDefaultTimeout(15000);
-  page.on("pageerror", (e) => pageErrors.push("page error: " + e.message));
-  page.on("console", (m) => { if (m.type() === "error") pageErrors.push("console error: " + m.text()); });
-  const shot = async (name) => {
-    const path = join(outDir, name + ".png");
-    await page.screenshot({ path, fullPage: true });
-    report.screenshots.push(path);
-  };
+await runE2E(outDir, 15000, async ({ page, context, step, shot, pageErrors }) => {
   const alertText = async () => (await page.locator("#alert").isVisible()) ? await page.locator("#alert").innerText() : "";
   const expectAlert = async (what, re) => {
     await page.locator("#alert").waitFor({ state: "visible" });
@@ -303,12 +267,4 @@ try {
   await step("no script error and no blocked resource on any page", async () => {
     expect(pageErrors.filter((e) => !/status of 4\d\d/.test(e)).length === 0, pageErrors.join("\n"));
   });
-} catch (e) {
-  exitCode = 1;
-  if (!report.failed) { report.failed = "setup"; report.error = String(e && e.stack || e); }
-} finally {
-  await browser.close();
-}
-report.page_errors = pageErrors;
-console.log(JSON.stringify(report));
-process.exit(exitCode);
+});
