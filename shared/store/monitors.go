@@ -138,6 +138,17 @@ type RunQuery struct {
 	Cursor string // opaque, from the previous page
 }
 
+// Size is the page size both stores use: Limit, 20 when unset, at most 100.
+func (q RunQuery) Size() int {
+	switch {
+	case q.Limit <= 0:
+		return 20
+	case q.Limit > 100:
+		return 100
+	}
+	return q.Limit
+}
+
 // RunPage is one page of runs.
 type RunPage struct {
 	Runs       []MonitorRun

@@ -71,12 +71,6 @@ const (
 	attrMonitors = "monitors" // on the account item
 )
 
-// Run page sizes (as the ledger's).
-const (
-	DefaultRunLimit = 20
-	MaxRunLimit     = 100
-)
-
 // runDocBudget bounds a run item's two compressed documents together; the
 // rest of the item (at most a few KB) fits in the 400 KB beside them.
 const runDocBudget = 380_000
@@ -752,13 +746,7 @@ func decodeRunCursor(accountID, monitorID, cursor string) (string, error) {
 // newest first, filtering out runs expired by now; the run changes items
 // of the page, if any, come with one BatchGetItem.
 func (s *Store) Runs(ctx context.Context, accountID, monitorID string, q store.RunQuery, now time.Time) (store.RunPage, error) {
-	limit := q.Limit
-	switch {
-	case limit <= 0:
-		limit = DefaultRunLimit
-	case limit > MaxRunLimit:
-		limit = MaxRunLimit
-	}
+	limit := q.Size()
 	if store.BadID(monitorID) { // no such monitor can hold runs
 		if q.Cursor != "" {
 			return store.RunPage{}, store.ErrBadCursor

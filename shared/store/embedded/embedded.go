@@ -556,14 +556,7 @@ func (s *Store) Ledger(ctx context.Context, accountID string, q store.LedgerQuer
 	page := store.LedgerPage{Entries: []store.Entry{}}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bLedger).Cursor()
-		k, v := c.Seek(start)
-		if k == nil {
-			k, v = c.Last()
-		}
-		// Seek lands on start or after it; step back to the first key before it.
-		for k != nil && bytes.Compare(k, start) >= 0 {
-			k, v = c.Prev()
-		}
+		k, v := before(c, start)
 		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Prev() {
 			var e store.Entry
 			if err := json.Unmarshal(v, &e); err != nil {
@@ -960,3 +953,17 @@ func (s *Store) GetRecall(ctx context.Context, id, accountID string, now time.Ti
 }
 
 var _ store.Recalls = (*Store)(nil)
+
+// before positions c on the last key before start (newest-first paging
+// from a cursor); nil when there is none.
+func before(c *bolt.Cursor, start []byte) (k, v []byte) {
+	k, v = c.Seek(start)
+	if k == nil {
+		k, v = c.Last()
+	}
+	// Seek lands on start or after it; step back to the first key before it.
+	for k != nil && bytes.Compare(k, start) >= 0 {
+		k, v = c.Prev()
+	}
+	return k, v
+}

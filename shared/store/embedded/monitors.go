@@ -37,12 +37,6 @@ const sweepEvery = 256
 
 var runClaims, jobCreates atomic.Int64
 
-// Run page sizes (as the ledger's).
-const (
-	defaultRunLimit = 20
-	maxRunLimit     = 100
-)
-
 func runKey(accountID, monitorID, runID string) []byte {
 	return []byte(accountID + "\x00" + monitorID + "\x00" + runID)
 }
@@ -331,13 +325,7 @@ func (s *Store) Run(ctx context.Context, accountID, monitorID, runID string, now
 // The runs cursor is base64url of the bbolt key of the last run returned:
 // bound to the account and monitor it was issued for.
 func (s *Store) Runs(ctx context.Context, accountID, monitorID string, q store.RunQuery, now time.Time) (store.RunPage, error) {
-	limit := q.Limit
-	switch {
-	case limit <= 0:
-		limit = defaultRunLimit
-	case limit > maxRunLimit:
-		limit = maxRunLimit
-	}
+	limit := q.Size()
 	prefix := runPrefix(accountID, monitorID)
 	start := append(append([]byte{}, prefix...), 0xff) // past the monitor's newest run
 	if q.Cursor != "" {
@@ -354,13 +342,7 @@ func (s *Store) Runs(ctx context.Context, accountID, monitorID string, q store.R
 			return nil
 		}
 		c := b.Cursor()
-		k, v := c.Seek(start)
-		if k == nil {
-			k, v = c.Last()
-		}
-		for k != nil && bytes.Compare(k, start) >= 0 {
-			k, v = c.Prev()
-		}
+		k, v := before(c, start)
 		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Prev() {
 			var r store.MonitorRun
 			if err := json.Unmarshal(v, &r); err != nil {
