@@ -9,9 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
-	"github.com/aws/jsii-runtime-go"
-
 	"github.com/meridian-data/meridian/infra/stack"
 	"github.com/meridian-data/meridian/shared/registry"
 )
@@ -141,31 +138,8 @@ func TestMonitorsAndJobsTableUses(t *testing.T) {
 // six times the worker's timeout, dead letters after JobsMaxReceiveCount.
 func TestJobsQueue(t *testing.T) {
 	s := dev
-	qID, q := s.byPath(t, "JobsQueue/Resource")
-	dlqID, dlq := s.byPath(t, "JobsDeadLetterQueue/Resource")
-	redrive, _ := q.Properties["RedrivePolicy"].(map[string]any)
-	if getAtt(redrive["deadLetterTargetArn"], "Arn") != dlqID || redrive["maxReceiveCount"] != float64(stack.JobsMaxReceiveCount) {
-		t.Errorf("redrive policy %v", redrive)
-	}
-	for id, r := range map[string]resource{qID: q, dlqID: dlq} {
-		if r.Properties["SqsManagedSseEnabled"] != true {
-			t.Errorf("%s: not encrypted", id)
-		}
-		if r.Properties["MessageRetentionPeriod"] != float64(14*24*3600) {
-			t.Errorf("%s: retention %v", id, r.Properties["MessageRetentionPeriod"])
-		}
-		assertNoPanic(t, id+" SSL-only policy", func() {
-			s.assertion.HasResourceProperties(jsii.String("AWS::SQS::QueuePolicy"), &map[string]any{
-				"Queues": []any{map[string]any{"Ref": id}},
-				"PolicyDocument": assertions.Match_ObjectLike(&map[string]any{
-					"Statement": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{
-						"Effect": "Deny", "Action": "sqs:*",
-						"Condition": map[string]any{"Bool": map[string]any{"aws:SecureTransport": "false"}},
-					})}),
-				}),
-			})
-		})
-	}
+	checkQueuePair(t, s, "Jobs", stack.JobsMaxReceiveCount)
+	_, q := s.byPath(t, "JobsQueue/Resource")
 	if v := q.Properties["VisibilityTimeout"]; v != 6*stack.WorkerTimeout.Seconds() || v != float64(1800) {
 		t.Errorf("jobs visibility timeout %v, want 6 x %v", v, stack.WorkerTimeout)
 	}

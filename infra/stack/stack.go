@@ -203,41 +203,32 @@ func (m *Meridian) table() {
 // waiting there are money owed or earned, a queued job holds a
 // reservation, and deleting the stack must not drop them.
 func (m *Meridian) queues() {
-	m.DLQ = awssqs.NewQueue(m.Stack, jsii.String("DeadLetterQueue"), &awssqs.QueueProps{
-		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:      jsii.Bool(true),
-		RetentionPeriod: duration(QueueRetention),
-		RemovalPolicy:   m.Config.removal(),
-	})
-	m.Queue = awssqs.NewQueue(m.Stack, jsii.String("Queue"), &awssqs.QueueProps{
-		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:        jsii.Bool(true),
-		RetentionPeriod:   duration(QueueRetention),
-		VisibilityTimeout: duration(VisibilityTimeout),
-		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: m.DLQ, MaxReceiveCount: jsii.Number(MaxReceiveCount)},
-		RemovalPolicy:     m.Config.removal(),
-	})
+	m.Queue, m.DLQ = m.queuePair("", MaxReceiveCount)
 	m.out("QueueUrl", *m.Queue.QueueUrl(), "SQS queue of usage events and reconciliations (MERIDIAN_QUEUE_URL)")
 	m.out("DeadLetterQueueUrl", *m.DLQ.QueueUrl(), "Messages the worker could not apply after "+fmt.Sprint(MaxReceiveCount)+" receives")
+	m.JobsQueue, m.JobsDLQ = m.queuePair("Jobs", JobsMaxReceiveCount)
+	m.out("JobsQueueUrl", *m.JobsQueue.QueueUrl(), "SQS queue of web jobs accepted with async=1, run by the worker ("+monitors.EnvJobsQueueURL+")")
+	m.out("JobsDeadLetterQueueUrl", *m.JobsDLQ.QueueUrl(), "Web jobs the worker could not run after "+fmt.Sprint(JobsMaxReceiveCount)+" receives")
+}
 
-	// The jobs queue: the same settings. Its messages name jobs whose
-	// reservations are held: retained in prod too.
-	m.JobsDLQ = awssqs.NewQueue(m.Stack, jsii.String("JobsDeadLetterQueue"), &awssqs.QueueProps{
+// queuePair declares the queue <prefix>Queue and its dead-letter queue
+// <prefix>DeadLetterQueue, which takes a message after maxReceives.
+func (m *Meridian) queuePair(prefix string, maxReceives int) (queue, dlq awssqs.Queue) {
+	dlq = awssqs.NewQueue(m.Stack, jsii.String(prefix+"DeadLetterQueue"), &awssqs.QueueProps{
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),
 		RetentionPeriod: duration(QueueRetention),
 		RemovalPolicy:   m.Config.removal(),
 	})
-	m.JobsQueue = awssqs.NewQueue(m.Stack, jsii.String("JobsQueue"), &awssqs.QueueProps{
+	queue = awssqs.NewQueue(m.Stack, jsii.String(prefix+"Queue"), &awssqs.QueueProps{
 		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:        jsii.Bool(true),
 		RetentionPeriod:   duration(QueueRetention),
 		VisibilityTimeout: duration(VisibilityTimeout),
-		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: m.JobsDLQ, MaxReceiveCount: jsii.Number(JobsMaxReceiveCount)},
+		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(maxReceives)},
 		RemovalPolicy:     m.Config.removal(),
 	})
-	m.out("JobsQueueUrl", *m.JobsQueue.QueueUrl(), "SQS queue of web jobs accepted with async=1, run by the worker ("+monitors.EnvJobsQueueURL+")")
-	m.out("JobsDeadLetterQueueUrl", *m.JobsDLQ.QueueUrl(), "Web jobs the worker could not run after "+fmt.Sprint(JobsMaxReceiveCount)+" receives")
+	return queue, dlq
 }
 
 // secret: the JSON object of upstream credentials. Created holding {}

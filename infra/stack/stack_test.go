@@ -288,11 +288,18 @@ func canonical(t *testing.T, v any) string {
 }
 
 func TestQueueHasDeadLetterQueue(t *testing.T) {
-	s := dev
-	qID, q := s.byPath(t, "Queue/Resource")
-	dlqID, dlq := s.byPath(t, "DeadLetterQueue/Resource")
+	checkQueuePair(t, dev, "", stack.MaxReceiveCount)
+}
+
+// checkQueuePair checks <prefix>Queue and <prefix>DeadLetterQueue:
+// redrive after maxReceives, encrypted, 14 days, SSL-only, and a
+// visibility of six times the worker's timeout.
+func checkQueuePair(t *testing.T, s *synthesized, prefix string, maxReceives int) {
+	t.Helper()
+	qID, q := s.byPath(t, prefix+"Queue/Resource")
+	dlqID, dlq := s.byPath(t, prefix+"DeadLetterQueue/Resource")
 	redrive, _ := q.Properties["RedrivePolicy"].(map[string]any)
-	if getAtt(redrive["deadLetterTargetArn"], "Arn") != dlqID || redrive["maxReceiveCount"] != float64(stack.MaxReceiveCount) {
+	if getAtt(redrive["deadLetterTargetArn"], "Arn") != dlqID || redrive["maxReceiveCount"] != float64(maxReceives) {
 		t.Errorf("redrive policy %v", redrive)
 	}
 	for id, r := range map[string]resource{qID: q, dlqID: dlq} {
