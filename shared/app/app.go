@@ -226,8 +226,25 @@ func StoreFromEnv(ctx context.Context) (store.Store, error) {
 	return dynamostore.New(client, table), nil
 }
 
-// LambdaDeps builds what a function needs once per cold start.
+// LambdaDeps builds what a function needs once per cold start: its
+// sources (lambdaSources) and the usage emitter of MERIDIAN_QUEUE_URL.
 func LambdaDeps(ctx context.Context, logger *slog.Logger) (Deps, error) {
+	deps, err := lambdaSources(ctx, logger)
+	if err != nil || deps.Store == nil {
+		return deps, err
+	}
+	e, err := queueEmitter(ctx, deps.Store, logger)
+	if err != nil {
+		return Deps{}, err
+	}
+	deps.Events, deps.emitter = e, e
+	return deps, nil
+}
+
+// lambdaSources is what every function reads from its environment: the
+// store, upstreams, model, operator token, monitors' scheduler and jobs
+// queue (the worker adds its own emitter).
+func lambdaSources(ctx context.Context, logger *slog.Logger) (Deps, error) {
 	if mode := os.Getenv(EnvUpstream); mode != "" && mode != "live" {
 		return Deps{}, fmt.Errorf("%s=%s: replay is for the local server only", EnvUpstream, mode)
 	}
@@ -258,13 +275,6 @@ func LambdaDeps(ctx context.Context, logger *slog.Logger) (Deps, error) {
 		return Deps{}, err
 	} else if jobs != nil {
 		deps.Jobs = jobs
-	}
-	if s != nil {
-		e, err := queueEmitter(ctx, s, logger)
-		if err != nil {
-			return Deps{}, err
-		}
-		deps.Events, deps.emitter = e, e
 	}
 	return deps, nil
 }

@@ -215,7 +215,7 @@ func splitJobs(ev events.SQSEvent) ([]queuedJob, events.SQSEvent) {
 func StartWorker() {
 	logger := Logger()
 	ctx := context.Background()
-	deps, err := LambdaDeps(ctx, logger)
+	deps, err := lambdaSources(ctx, logger)
 	if err == nil && deps.Store == nil {
 		err = errors.New(EnvTable + " is not set")
 	}
@@ -228,7 +228,7 @@ func StartWorker() {
 	outbox, _ := s.(store.Outbox)
 	w := &usage.Worker{Store: s, Outcomes: outcomes, Outbox: outbox, Logger: logger}
 	emitter := &usage.Emitter{Queue: usage.Direct{Worker: w}, Outbox: outbox, Logger: logger}
-	deps.Events, deps.After = emitter, nil
+	deps.Events = emitter
 	runner := pipeline.New(Config("", logger, deps))
 	lambda.Start(WorkerHandler(w, runner, func(ctx context.Context) {
 		if err := emitter.Flush(ctx); err != nil {
