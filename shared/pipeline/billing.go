@@ -158,12 +158,7 @@ func (p *Pipeline) reserve(x *exchange, c *Call) (charge *store.Charge, remainin
 		KeyPrefix: c.Principal.KeyPrefix, Endpoint: c.Endpoint.Path(), Cost: c.Endpoint.Cost,
 	}
 	res, err := billingOp(x, func(ctx context.Context) (store.Reservation, error) {
-		// One reserve at a time per account in this process: a batch's
-		// items (one account) would otherwise race for the account's
-		// balance, and every lost race is a refused, billed write.
-		unlock := p.wallets.lock(ch.AccountID)
-		defer unlock()
-		return p.cfg.Store.Reserve(ctx, ch)
+		return p.wallets.reserve(ctx, p.cfg.Store, ch)
 	})
 	if err != nil {
 		refusal := p.reserveRefusal(x, err)
@@ -331,38 +326,76 @@ func (p *Pipeline) write(x *exchange, s envelope.Success, body []byte, cacheStat
 	envelope.WriteJSON(x.w, http.StatusOK, x.requestID, s.CreditsUsed, s.CreditsRemaining, body)
 }
 
-// walletLocks serialises this process's reserves per account.
-type walletLocks struct {
-	mu    sync.Mutex
-	locks map[string]*walletLock
+// walletQueue gathers this process's reserves per account. While one
+// group of an account's reserves is being written, the reserves that
+// arrive wait, and the first of them then writes them all with one
+// ReserveMany: a batch's twenty items (one account) become one or two
+// transactions instead of twenty writers racing for one balance, and
+// nothing is refused by a condition another reserve of this process broke.
+type walletQueue struct {
+	mu     sync.Mutex
+	queues map[string][]*queuedReserve // an account is present while a group of it is being written
 }
 
-type walletLock struct {
-	mu      sync.Mutex
-	waiters int
+type queuedReserve struct {
+	charge store.Charge
+	done   chan struct{}
+	lead   bool // woken to write the next group rather than with a result
+	result store.Reserved
+	err    error
 }
 
-// lock takes the account's lock; the returned func gives it back. A lock
-// nobody holds or waits for is dropped, so the map holds only live ones.
-func (w *walletLocks) lock(accountID string) (unlock func()) {
+// reserve reserves c together with the account's other reserves that
+// arrive meanwhile and returns c's outcome.
+func (w *walletQueue) reserve(ctx context.Context, s store.Store, c store.Charge) (store.Reservation, error) {
+	me := &queuedReserve{charge: c, done: make(chan struct{})}
 	w.mu.Lock()
-	if w.locks == nil {
-		w.locks = map[string]*walletLock{}
+	if w.queues == nil {
+		w.queues = map[string][]*queuedReserve{}
 	}
-	l := w.locks[accountID]
-	if l == nil {
-		l = &walletLock{}
-		w.locks[accountID] = l
-	}
-	l.waiters++
+	queue, busy := w.queues[c.AccountID]
+	w.queues[c.AccountID] = append(queue, me)
 	w.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		w.mu.Lock()
-		if l.waiters--; l.waiters == 0 {
-			delete(w.locks, accountID)
+	if busy {
+		<-me.done
+		if !me.lead {
+			return me.outcome()
 		}
-		w.mu.Unlock()
 	}
+	w.mu.Lock()
+	queue = w.queues[c.AccountID]
+	group := queue[:min(len(queue), store.MaxReserveGroup)]
+	w.queues[c.AccountID] = queue[len(group):]
+	w.mu.Unlock()
+
+	charges := make([]store.Charge, len(group))
+	for i, q := range group {
+		charges[i] = q.charge
+	}
+	results, err := s.ReserveMany(ctx, charges)
+
+	w.mu.Lock()
+	if next := w.queues[c.AccountID]; len(next) == 0 {
+		delete(w.queues, c.AccountID)
+	} else {
+		next[0].lead = true
+		close(next[0].done)
+	}
+	w.mu.Unlock()
+	for i, q := range group {
+		if q.err = err; err == nil {
+			q.result = results[i]
+		}
+		if q != me {
+			close(q.done)
+		}
+	}
+	return me.outcome()
+}
+
+func (q *queuedReserve) outcome() (store.Reservation, error) {
+	if q.err != nil {
+		return store.Reservation{}, q.err
+	}
+	return q.result.Reservation, q.result.Err
 }

@@ -127,9 +127,9 @@ type flakyRefunds struct{ store.Store }
 // after the commit).
 type lostReserve struct{ store.Store }
 
-func (l lostReserve) Reserve(ctx context.Context, c store.Charge) (store.Reservation, error) {
-	_, _ = l.Store.Reserve(ctx, c)
-	return store.Reservation{}, context.DeadlineExceeded
+func (l lostReserve) ReserveMany(ctx context.Context, charges []store.Charge) ([]store.Reserved, error) {
+	_, _ = l.Store.ReserveMany(ctx, charges)
+	return nil, context.DeadlineExceeded
 }
 
 func (flakyRefunds) Refund(context.Context, string, string) (int64, error) {

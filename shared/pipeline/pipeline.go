@@ -151,7 +151,7 @@ type Pipeline struct {
 	// gate authenticates and admits in one store step, when the key
 	// source is the store and the store keeps the limits too.
 	gate    store.Gate
-	wallets walletLocks
+	wallets walletQueue
 	routes  []registry.Route
 	openapi openAPIDocs
 	mcp     mcpSurface

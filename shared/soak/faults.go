@@ -252,6 +252,18 @@ func (s faultyEmbedded) Reserve(ctx context.Context, c store.Charge) (store.Rese
 	return r, err
 }
 
+func (s faultyEmbedded) ReserveMany(ctx context.Context, charges []store.Charge) ([]store.Reserved, error) {
+	lost, err := s.before(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.Store.ReserveMany(ctx, charges)
+	if lost && err == nil {
+		return nil, errInjected5xx
+	}
+	return out, err
+}
+
 func (s faultyEmbedded) Settle(ctx context.Context, accountID, requestID string) error {
 	lost, err := s.before(ctx)
 	if err != nil {

@@ -98,6 +98,43 @@ type Reservation struct {
 	DebitEntryID     string
 }
 
+// Reserved is one charge's outcome in ReserveMany: a reservation, or the
+// refusal Reserve would have returned for it (Err).
+type Reserved struct {
+	Reservation
+	Err error
+}
+
+// MaxReserveGroup bounds ReserveMany: a DynamoDB transaction holds at most
+// 100 items, and a group writes two per charge, the account and each key.
+const MaxReserveGroup = 32
+
+// CheckGroup validates a ReserveMany group before any read: the whole group
+// must be 1 to MaxReserveGroup charges of one account (else ErrInvalid).
+// A charge without a positive cost, a request or a key gets ErrInvalid,
+// and a request id repeated in the group ErrDuplicateRequest, in its
+// result; the others are left for the store to decide.
+func CheckGroup(charges []Charge) ([]Reserved, error) {
+	if len(charges) == 0 || len(charges) > MaxReserveGroup || charges[0].AccountID == "" {
+		return nil, ErrInvalid
+	}
+	out := make([]Reserved, len(charges))
+	seen := make(map[string]bool, len(charges))
+	for i, c := range charges {
+		out[i].Charge = c
+		switch {
+		case c.AccountID != charges[0].AccountID:
+			return nil, ErrInvalid
+		case c.Cost <= 0 || c.RequestID == "" || c.KeyID == "":
+			out[i].Err = ErrInvalid
+		case seen[c.RequestID]:
+			out[i].Err = ErrDuplicateRequest
+		}
+		seen[c.RequestID] = true
+	}
+	return out, nil
+}
+
 // LedgerQuery pages the ledger, newest first.
 type LedgerQuery struct {
 	Limit     int
@@ -152,6 +189,13 @@ type Store interface {
 	// wallet and writes the debit. Errors: *KeyLimitError,
 	// *InsufficientCreditsError, ErrKeyInactive, ErrDuplicateRequest.
 	Reserve(ctx context.Context, c Charge) (Reservation, error)
+	// ReserveMany reserves charges of one account together (at most
+	// MaxReserveGroup): each is decided as Reserve would decide it, one
+	// after the other in order, and the accepted ones are written at once.
+	// A refusal is that charge's Err and does not stop the others. A
+	// returned error leaves every charge's outcome unknown, as Reserve's
+	// own errors do.
+	ReserveMany(ctx context.Context, charges []Charge) ([]Reserved, error)
 	// Settle records that the reserved call succeeded and keeps the charge.
 	// Settling twice is fine; a refunded reservation is ErrRefunded.
 	Settle(ctx context.Context, accountID, requestID string) error

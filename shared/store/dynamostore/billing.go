@@ -23,115 +23,216 @@ func pick[T any](found map[string]map[string]types.AttributeValue, pk, sk string
 	return decode[T](found[pk+"\x00"+sk])
 }
 
-// Reserve charges c.Cost to the key's budget and the wallet, writes the
-// debit entry and the reservation, all in one transaction:
-//
-//	key          ADD credits_used :cost  if #status = active AND credit_limit = :limit AND credits_used <= :limit - :cost
-//	                                     (uncapped: #status = active AND attribute_not_exists(credit_limit))
-//	account      SET balance = :expected - :cost  if balance = :expected AND balance_version = :version
-//	ledger       debit entry             if attribute_not_exists(pk)
-//	reservation  req#<request id>        if attribute_not_exists(pk) (or expired)
-//	                                     with lease_pk and lease_sk: in LeaseIndex until settled or refunded
-//
-// It starts from one strongly consistent read of the account and the key
-// (a reservation already there is found by its put's condition). A failed
-// condition returns the item as it was: an inactive key, a key over its
-// limit or a balance below the cost are refusals (the key's are reported
-// first); a changed limit or balance is retried with the new values, as
-// are transaction conflicts, until ctx ends. Under contention each round
-// has a winner, since every loser retries from the state the winner left.
+// Reserve is ReserveMany of one charge.
 func (s *Store) Reserve(ctx context.Context, c store.Charge) (store.Reservation, error) {
-	if c.Cost <= 0 {
-		return store.Reservation{}, errors.New("dynamostore: a reservation costs more than 0")
-	}
-	if c.RequestID == "" || c.AccountID == "" || c.KeyID == "" {
-		return store.Reservation{}, errors.New("dynamostore: a charge needs a request, an account and a key")
-	}
-	pk, keySK, resSK := accountPK(c.AccountID), pfxKey+c.KeyID, pfxReq+c.RequestID
-	found, err := s.getMany(ctx, ref(pk, skAccount), ref(pk, keySK))
+	out, err := s.ReserveMany(ctx, []store.Charge{c})
 	if err != nil {
 		return store.Reservation{}, err
 	}
-	k, err := pick[keyItem](found, pk, keySK)
+	return out[0].Reservation, out[0].Err
+}
+
+// ReserveMany charges a group of one account's charges to their keys'
+// budgets and the wallet, and writes each one's debit entry and
+// reservation, all in one transaction:
+//
+//	each key used  ADD credits_used :sum  if #status = active AND credit_limit = :limit AND credits_used <= :limit - :sum
+//	                                      (uncapped: #status = active AND attribute_not_exists(credit_limit))
+//	account        SET balance = :expected - :total  if balance = :expected AND balance_version = :version
+//	per charge     debit entry             if attribute_not_exists(pk)
+//	               reservation req#<id>    if attribute_not_exists(pk) (or expired)
+//	                                       with lease_pk and lease_sk: in LeaseIndex until settled or refunded
+//
+// It starts from one strongly consistent read of the account and the keys,
+// and decides the charges in order against the balance and budgets left by
+// the ones before (a refusal is that charge's Err: an inactive key, a key
+// over its limit, a balance below the cost; the key's are reported first).
+// A failed condition returns the item as it was: a changed limit or balance
+// is decided again from the new values, a reservation already there is
+// that charge's ErrDuplicateRequest, and conflicts are retried, until ctx
+// ends. Under contention each round has a winner, since every loser retries
+// from the state the winner left.
+func (s *Store) ReserveMany(ctx context.Context, charges []store.Charge) ([]store.Reserved, error) {
+	out, err := store.CheckGroup(charges)
 	if err != nil {
-		return store.Reservation{}, err
+		return nil, err
+	}
+	pk := accountPK(charges[0].AccountID)
+	refs := [][2]string{ref(pk, skAccount)}
+	keys := map[string]*keyItem{}
+	for _, r := range out {
+		if _, seen := keys[r.KeyID]; !seen && r.Err == nil {
+			keys[r.KeyID] = nil
+			refs = append(refs, ref(pk, pfxKey+r.KeyID))
+		}
+	}
+	if len(refs) == 1 {
+		return out, nil // every charge was refused by CheckGroup
+	}
+	found, err := s.getMany(ctx, refs...)
+	if err != nil {
+		return nil, err
 	}
 	a, err := pick[accountItem](found, pk, skAccount)
 	if err != nil {
-		return store.Reservation{}, err
+		return nil, err
+	}
+	for id := range keys {
+		if keys[id], err = pick[keyItem](found, pk, pfxKey+id); err != nil {
+			return nil, err
+		}
+	}
+	final := make([]bool, len(out)) // decided for good: CheckGroup's refusals, duplicates
+	for i := range out {
+		final[i] = out[i].Err != nil
 	}
 	for attempt := 0; ; attempt++ {
-		switch {
-		case k == nil || a == nil:
-			return store.Reservation{}, store.ErrNotFound
-		case k.Status != string(store.KeyActive):
-			return store.Reservation{}, store.ErrKeyInactive
-		case k.CreditLimit != nil && k.CreditsUsed+c.Cost > *k.CreditLimit:
-			return store.Reservation{}, &store.KeyLimitError{CreditLimit: *k.CreditLimit, CreditsUsed: k.CreditsUsed}
-		case a.Balance < c.Cost:
-			return store.Reservation{}, &store.InsufficientCreditsError{Required: c.Cost, Remaining: a.Balance}
+		now := s.now()
+		g := decideGroup(out, final, a, keys)
+		if len(g.accepted) == 0 {
+			return out, nil
 		}
-		now, entryID, after := s.now(), store.NewEntryID(), a.Balance-c.Cost
-		leasePK, leaseSK := leaseKeys(now, c.AccountID, c.RequestID)
-
-		keyCond := "#status = :active AND attribute_not_exists(credit_limit)"
-		keyVals := vals{":active": str(string(store.KeyActive)), ":cost": num(c.Cost)}
-		if k.CreditLimit != nil {
-			keyCond = "#status = :active AND credit_limit = :limit AND credits_used <= :maxUsed"
-			keyVals[":limit"], keyVals[":maxUsed"] = num(*k.CreditLimit), num(*k.CreditLimit-c.Cost)
-		}
-		debit, err := marshal(ledgerItem{
-			PK: pk, SK: pfxLedger + entryID, Type: string(store.EntryDebit), Amount: -c.Cost, BalanceAfter: after,
-			RequestID: c.RequestID, Endpoint: c.Endpoint, KeyID: c.KeyID, KeyPrefix: c.KeyPrefix, CreatedAt: now,
-		})
+		items, whose, err := s.groupItems(pk, g, out, a, keys, now)
 		if err != nil {
-			return store.Reservation{}, err
+			return nil, err
 		}
-		res, err := marshal(reservationItem{
-			PK: pk, SK: resSK, Status: resReserved, Cost: c.Cost, KeyID: c.KeyID, KeyPrefix: c.KeyPrefix,
-			Endpoint: c.Endpoint, DebitEntry: entryID, CreatedAt: now, LeasePK: leasePK, LeaseSK: leaseSK,
-		})
+		cx, err := s.transact(ctx, items)
 		if err != nil {
-			return store.Reservation{}, err
-		}
-		cx, err := s.transact(ctx, []types.TransactWriteItem{
-			update(s, pk, keySK, keyCond, "ADD credits_used :cost", statusName, keyVals),
-			moveBalance(s, a, after, now, 0),
-			putNew(s, debit),
-			{Put: &types.Put{
-				TableName:                           s.table,
-				Item:                                res,
-				ConditionExpression:                 aws.String("attribute_not_exists(pk) OR expires_at <= :nowSec"),
-				ExpressionAttributeValues:           vals{":nowSec": num(now.Unix())},
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-			}},
-		})
-		if err != nil {
-			return store.Reservation{}, err
+			return nil, err
 		}
 		if cx == nil {
-			return store.Reservation{Charge: c, CreditsRemaining: after, DebitEntryID: entryID}, nil
+			return out, nil
 		}
-		if bad, _ := cx.failed(3); bad {
-			return store.Reservation{}, store.ErrDuplicateRequest
-		}
-		if bad, _ := cx.failed(2); bad {
-			return store.Reservation{}, errors.New("dynamostore: ledger entry id collision")
-		}
-		if bad, old := cx.failed(0); bad {
-			if k, err = decode[keyItem](old); err != nil {
-				return store.Reservation{}, err
+		for pos, w := range whose {
+			bad, old := cx.failed(pos)
+			if !bad {
+				continue
 			}
-		}
-		if bad, old := cx.failed(1); bad {
-			if a, err = decode[accountItem](old); err != nil {
-				return store.Reservation{}, err
+			switch {
+			case w.reservation:
+				out[w.charge].Err, final[w.charge] = store.ErrDuplicateRequest, true
+			case w.debit:
+				return nil, errors.New("dynamostore: ledger entry id collision")
+			case w.key != "":
+				if keys[w.key], err = decode[keyItem](old); err != nil {
+					return nil, err
+				}
+			default:
+				if a, err = decode[accountItem](old); err != nil {
+					return nil, err
+				}
 			}
 		}
 		if err := backoff(ctx, attempt); err != nil {
-			return store.Reservation{}, err
+			return nil, err
 		}
 	}
+}
+
+// groupDecision is one round of ReserveMany's decisions: the charges
+// accepted (indexes, in order), the credits each key takes, and the
+// balance after them all.
+type groupDecision struct {
+	accepted []int
+	keyUsed  map[string]int64
+	after    int64
+}
+
+// decideGroup decides every charge not decided for good, in order, as
+// Reserve decides one: each accepted charge lowers the balance and its
+// key's budget for the ones after it. Accepted charges get their
+// reservation (a new debit entry id, the balance after them).
+func decideGroup(out []store.Reserved, final []bool, a *accountItem, keys map[string]*keyItem) groupDecision {
+	g := groupDecision{keyUsed: map[string]int64{}}
+	if a != nil {
+		g.after = a.Balance
+	}
+	for i := range out {
+		if final[i] {
+			continue
+		}
+		c := out[i].Charge
+		out[i] = store.Reserved{Reservation: store.Reservation{Charge: c}}
+		k := keys[c.KeyID]
+		switch {
+		case k == nil || a == nil:
+			out[i].Err = store.ErrNotFound
+		case k.Status != string(store.KeyActive):
+			out[i].Err = store.ErrKeyInactive
+		case k.CreditLimit != nil && k.CreditsUsed+g.keyUsed[c.KeyID]+c.Cost > *k.CreditLimit:
+			out[i].Err = &store.KeyLimitError{CreditLimit: *k.CreditLimit, CreditsUsed: k.CreditsUsed + g.keyUsed[c.KeyID]}
+		case g.after < c.Cost:
+			out[i].Err = &store.InsufficientCreditsError{Required: c.Cost, Remaining: g.after}
+		default:
+			g.after -= c.Cost
+			g.keyUsed[c.KeyID] += c.Cost
+			g.accepted = append(g.accepted, i)
+			// Ids are time-ordered and made in this order: the ledger lists
+			// the group's debits in the order of their balances.
+			out[i].CreditsRemaining, out[i].DebitEntryID = g.after, store.NewEntryID()
+		}
+	}
+	return g
+}
+
+// itemOwner says what a transaction item of ReserveMany writes.
+type itemOwner struct {
+	key         string // a key's budget
+	charge      int    // the charge of a debit or reservation
+	debit       bool
+	reservation bool
+}
+
+// groupItems is ReserveMany's transaction for one round's decision, with
+// each item's owner at its position.
+func (s *Store) groupItems(pk string, g groupDecision, out []store.Reserved, a *accountItem, keys map[string]*keyItem, now time.Time) ([]types.TransactWriteItem, []itemOwner, error) {
+	var items []types.TransactWriteItem
+	var whose []itemOwner
+	ids := make([]string, 0, len(g.keyUsed))
+	for id := range g.keyUsed {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids) // one order for every round and run
+	for _, id := range ids {
+		k, sum := keys[id], g.keyUsed[id]
+		cond := "#status = :active AND attribute_not_exists(credit_limit)"
+		v := vals{":active": str(string(store.KeyActive)), ":sum": num(sum)}
+		if k.CreditLimit != nil {
+			cond = "#status = :active AND credit_limit = :limit AND credits_used <= :maxUsed"
+			v[":limit"], v[":maxUsed"] = num(*k.CreditLimit), num(*k.CreditLimit-sum)
+		}
+		items = append(items, update(s, pk, pfxKey+id, cond, "ADD credits_used :sum", statusName, v))
+		whose = append(whose, itemOwner{key: id})
+	}
+	items = append(items, moveBalance(s, a, g.after, now, 0))
+	whose = append(whose, itemOwner{})
+	for _, i := range g.accepted {
+		r := out[i]
+		leasePK, leaseSK := leaseKeys(now, r.AccountID, r.RequestID)
+		debit, err := marshal(ledgerItem{
+			PK: pk, SK: pfxLedger + r.DebitEntryID, Type: string(store.EntryDebit), Amount: -r.Cost, BalanceAfter: r.CreditsRemaining,
+			RequestID: r.RequestID, Endpoint: r.Endpoint, KeyID: r.KeyID, KeyPrefix: r.KeyPrefix, CreatedAt: now,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		res, err := marshal(reservationItem{
+			PK: pk, SK: pfxReq + r.RequestID, Status: resReserved, Cost: r.Cost, KeyID: r.KeyID, KeyPrefix: r.KeyPrefix,
+			Endpoint: r.Endpoint, DebitEntry: r.DebitEntryID, CreatedAt: now, LeasePK: leasePK, LeaseSK: leaseSK,
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		items = append(items, putNew(s, debit), types.TransactWriteItem{Put: &types.Put{
+			TableName:                           s.table,
+			Item:                                res,
+			ConditionExpression:                 aws.String("attribute_not_exists(pk) OR expires_at <= :nowSec"),
+			ExpressionAttributeValues:           vals{":nowSec": num(now.Unix())},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}})
+		whose = append(whose, itemOwner{charge: i, debit: true}, itemOwner{charge: i, reservation: true})
+	}
+	return items, whose, nil
 }
 
 // Settle marks a reservation settled: its call succeeded and keeps the

@@ -427,50 +427,85 @@ func (s *Store) UpdateKey(ctx context.Context, accountID, keyID string, c store.
 }
 
 func (s *Store) Reserve(ctx context.Context, c store.Charge) (store.Reservation, error) {
-	if c.Cost <= 0 || c.RequestID == "" {
-		return store.Reservation{}, store.ErrInvalid
+	out, err := s.ReserveMany(ctx, []store.Charge{c})
+	if err != nil {
+		return store.Reservation{}, err
 	}
-	var res store.Reservation
-	err := s.update(ctx, func(tx *bolt.Tx) error {
-		resKey := join(c.AccountID, c.RequestID)
-		if tx.Bucket(bReservations).Get(resKey) != nil {
-			return store.ErrDuplicateRequest
-		}
-		k, err := get[store.Key](tx.Bucket(bKeys), join(c.AccountID, c.KeyID))
-		if err != nil {
-			return err
-		}
-		if k.Status != store.KeyActive {
-			return store.ErrKeyInactive
-		}
-		if k.CreditLimit != nil && k.CreditsUsed+c.Cost > *k.CreditLimit {
-			return &store.KeyLimitError{CreditLimit: *k.CreditLimit, CreditsUsed: k.CreditsUsed}
-		}
-		a, err := get[account](tx.Bucket(bAccounts), []byte(c.AccountID))
-		if err != nil {
-			return err
-		}
-		if a.CreditsRemaining < c.Cost {
-			return &store.InsufficientCreditsError{Required: c.Cost, Remaining: a.CreditsRemaining}
-		}
+	return out[0].Reservation, out[0].Err
+}
+
+// ReserveMany decides and writes every charge of the group in one bbolt
+// transaction, in order.
+func (s *Store) ReserveMany(ctx context.Context, charges []store.Charge) ([]store.Reserved, error) {
+	out, err := store.CheckGroup(charges)
+	if err != nil {
+		return nil, err
+	}
+	err = s.update(ctx, func(tx *bolt.Tx) error {
 		now := s.now()
-		k.CreditsUsed += c.Cost
-		if err := put(tx.Bucket(bKeys), join(k.AccountID, k.ID), k); err != nil {
-			return err
+		for i := range out {
+			if out[i].Err != nil {
+				continue
+			}
+			r, refused, failed := s.reserveIn(tx, out[i].Charge, now)
+			if failed != nil {
+				return failed
+			}
+			if out[i].Err = refused; refused == nil {
+				out[i].Reservation = r
+			}
 		}
-		e, err := s.appendEntry(tx, &a, store.Entry{Type: store.EntryDebit, Amount: -c.Cost, RequestID: c.RequestID,
-			Endpoint: c.Endpoint, KeyID: c.KeyID, KeyPrefix: c.KeyPrefix, CreatedAt: now})
-		if err != nil {
-			return err
-		}
-		res = store.Reservation{Charge: c, CreditsRemaining: a.CreditsRemaining, DebitEntryID: e.ID}
-		lease := now.Add(store.ReservationLease)
-		if err := tx.Bucket(bLeases).Put(leaseKey(lease, c.AccountID, c.RequestID), []byte{}); err != nil {
-			return err
-		}
-		return put(tx.Bucket(bReservations), resKey, reservation{Charge: c, Status: "reserved", DebitEntry: e.ID, CreatedAt: now, LeaseUntil: lease})
+		return nil
 	})
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// reserveIn decides one charge inside tx and writes it: a refusal is
+// returned as refused with nothing written; failed aborts the transaction.
+func (s *Store) reserveIn(tx *bolt.Tx, c store.Charge, now time.Time) (res store.Reservation, refused, failed error) {
+	resKey := join(c.AccountID, c.RequestID)
+	if tx.Bucket(bReservations).Get(resKey) != nil {
+		return res, store.ErrDuplicateRequest, nil
+	}
+	k, err := get[store.Key](tx.Bucket(bKeys), join(c.AccountID, c.KeyID))
+	if errors.Is(err, store.ErrNotFound) {
+		return res, err, nil
+	} else if err != nil {
+		return res, nil, err
+	}
+	if k.Status != store.KeyActive {
+		return res, store.ErrKeyInactive, nil
+	}
+	if k.CreditLimit != nil && k.CreditsUsed+c.Cost > *k.CreditLimit {
+		return res, &store.KeyLimitError{CreditLimit: *k.CreditLimit, CreditsUsed: k.CreditsUsed}, nil
+	}
+	a, err := get[account](tx.Bucket(bAccounts), []byte(c.AccountID))
+	if errors.Is(err, store.ErrNotFound) {
+		return res, err, nil
+	} else if err != nil {
+		return res, nil, err
+	}
+	if a.CreditsRemaining < c.Cost {
+		return res, &store.InsufficientCreditsError{Required: c.Cost, Remaining: a.CreditsRemaining}, nil
+	}
+	k.CreditsUsed += c.Cost
+	if err := put(tx.Bucket(bKeys), join(k.AccountID, k.ID), k); err != nil {
+		return res, nil, err
+	}
+	e, err := s.appendEntry(tx, &a, store.Entry{Type: store.EntryDebit, Amount: -c.Cost, RequestID: c.RequestID,
+		Endpoint: c.Endpoint, KeyID: c.KeyID, KeyPrefix: c.KeyPrefix, CreatedAt: now})
+	if err != nil {
+		return res, nil, err
+	}
+	res = store.Reservation{Charge: c, CreditsRemaining: a.CreditsRemaining, DebitEntryID: e.ID}
+	lease := now.Add(store.ReservationLease)
+	if err := tx.Bucket(bLeases).Put(leaseKey(lease, c.AccountID, c.RequestID), []byte{}); err != nil {
+		return res, nil, err
+	}
+	return res, nil, put(tx.Bucket(bReservations), resKey, reservation{Charge: c, Status: "reserved", DebitEntry: e.ID, CreatedAt: now, LeaseUntil: lease})
 }
 
 func (s *Store) Settle(ctx context.Context, accountID, requestID string) error {

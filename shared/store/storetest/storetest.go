@@ -42,6 +42,8 @@ func Run(t *testing.T, newStore Factory) {
 		"UpdateKey":                     testUpdateKey,
 		"ReserveAndSettle":              testReserveAndSettle,
 		"ReserveRefusals":               testReserveRefusals,
+		"ReserveMany":                   testReserveMany,
+		"ConcurrentReserveGroups":       testConcurrentReserveGroups,
 		"Refund":                        testRefund,
 		"Ledger":                        testLedger,
 		"ConcurrentReservationsKeyCap":  testConcurrentKeyCap,

@@ -1,0 +1,194 @@
+package storetest
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/meridian-data/meridian/shared/store"
+)
+
+// testReserveMany: a group is decided in order, as single reserves would
+// be, each refusal typed and the rest written together.
+func testReserveMany(t *testing.T, s store.Store) {
+	a := newAccount(t, s, 10)
+	capped := newKey(t, s, a.ID, ptr(6))
+	free := newKey(t, s, a.ID, nil)
+	revoked := newKey(t, s, a.ID, nil)
+	if _, err := s.SetKeyStatus(ctx, a.ID, revoked.ID, store.KeyRevoked); err != nil {
+		t.Fatal(err)
+	}
+	earlier := charge(a, free, 1)
+	if _, err := s.Reserve(ctx, earlier); err != nil { // balance 9
+		t.Fatal(err)
+	}
+	first := charge(a, capped, 3)
+	missing := free
+	missing.ID = "key_missing"
+	group := []store.Charge{
+		first,                 // accepted: balance 6, capped used 3
+		charge(a, capped, 4),  // 3+4 > 6: KEY_LIMIT_EXCEEDED with 3 used
+		charge(a, capped, 3),  // accepted: balance 3, capped used 6
+		first,                 // the same request twice in the group
+		earlier,               // a request already reserved
+		charge(a, free, 0),    // no cost
+		charge(a, revoked, 1), // an inactive key
+		charge(a, missing, 1), // an unknown key
+		charge(a, free, 4),    // 4 > 3 left: INSUFFICIENT_CREDITS
+		charge(a, free, 3),    // accepted: balance 0
+	}
+	out, err := s.ReserveMany(ctx, group)
+	if err != nil || len(out) != len(group) {
+		t.Fatalf("ReserveMany: %d results, %v", len(out), err)
+	}
+	var limit *store.KeyLimitError
+	var short *store.InsufficientCreditsError
+	for i, want := range []struct {
+		remaining int64
+		check     func(error) bool
+	}{
+		{6, nil},
+		{0, func(err error) bool {
+			return errors.As(err, &limit) && limit.CreditLimit == 6 && limit.CreditsUsed == 3
+		}},
+		{3, nil},
+		{0, func(err error) bool { return errors.Is(err, store.ErrDuplicateRequest) }},
+		{0, func(err error) bool { return errors.Is(err, store.ErrDuplicateRequest) }},
+		{0, func(err error) bool { return errors.Is(err, store.ErrInvalid) }},
+		{0, func(err error) bool { return errors.Is(err, store.ErrKeyInactive) }},
+		{0, func(err error) bool { return errors.Is(err, store.ErrNotFound) }},
+		{0, func(err error) bool { return errors.As(err, &short) && short.Required == 4 && short.Remaining == 3 }},
+		{0, nil},
+	} {
+		r := out[i]
+		if r.RequestID != group[i].RequestID {
+			t.Errorf("result %d is for %q, not %q", i, r.RequestID, group[i].RequestID)
+		}
+		switch {
+		case want.check == nil && (r.Err != nil || r.CreditsRemaining != want.remaining || r.DebitEntryID == ""):
+			t.Errorf("charge %d: %+v, want a reservation leaving %d", i, r, want.remaining)
+		case want.check != nil && !want.check(r.Err):
+			t.Errorf("charge %d: %v", i, r.Err)
+		}
+	}
+	if got, _ := s.Key(ctx, a.ID, capped.ID); got.CreditsUsed != 6 {
+		t.Errorf("capped key credits_used %d, want 6", got.CreditsUsed)
+	}
+	if got, _ := s.Key(ctx, a.ID, free.ID); got.CreditsUsed != 4 {
+		t.Errorf("uncapped key credits_used %d, want 4", got.CreditsUsed)
+	}
+	entries := CheckLedger(t, s, a.ID)
+	if len(entries) != 5 {
+		t.Fatalf("%d entries, want the grant and four debits", len(entries))
+	}
+	// Newest first: the group's debits in reverse order, each with its request.
+	for i, idx := range []int{9, 2, 0} {
+		if e := entries[i]; e.ID != out[idx].DebitEntryID || e.RequestID != group[idx].RequestID || e.Amount != -group[idx].Cost {
+			t.Errorf("entry %d %+v, want the debit of charge %d", i, e, idx)
+		}
+	}
+	// Each reservation of the group settles or refunds on its own.
+	if err := s.Settle(ctx, a.ID, group[0].RequestID); err != nil {
+		t.Error(err)
+	}
+	if b, err := s.Refund(ctx, a.ID, group[2].RequestID); err != nil || b != 3 {
+		t.Errorf("refund: %d %v", b, err)
+	}
+	if got, _ := s.Key(ctx, a.ID, capped.ID); got.CreditsUsed != 3 {
+		t.Errorf("capped key credits_used %d after the refund, want 3", got.CreditsUsed)
+	}
+	CheckLedger(t, s, a.ID)
+
+	other := newAccount(t, s, 10)
+	if _, err := s.ReserveMany(ctx, []store.Charge{charge(a, free, 1), charge(other, free, 1)}); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("a group of two accounts: %v", err)
+	}
+	tooMany := make([]store.Charge, store.MaxReserveGroup+1)
+	for i := range tooMany {
+		tooMany[i] = charge(other, free, 1)
+	}
+	if _, err := s.ReserveMany(ctx, tooMany); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("a group over MaxReserveGroup: %v", err)
+	}
+	if _, err := s.ReserveMany(ctx, nil); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("an empty group: %v", err)
+	}
+	if balance(t, s, other.ID) != 10 {
+		t.Error("a refused group charged something")
+	}
+}
+
+// testConcurrentReserveGroups: groups and single reserves racing for one
+// wallet and one key's budget spend exactly what there is, never more.
+func testConcurrentReserveGroups(t *testing.T, s store.Store) {
+	a := newAccount(t, s, 150)
+	capped := newKey(t, s, a.ID, ptr(100))
+	free := newKey(t, s, a.ID, nil)
+	var accepted, cappedUsed atomic.Int64
+	var wg sync.WaitGroup
+	count := func(r store.Reserved) {
+		var limit *store.KeyLimitError
+		var short *store.InsufficientCreditsError
+		switch {
+		case r.Err == nil:
+			accepted.Add(1)
+			if r.KeyID == capped.ID {
+				cappedUsed.Add(1)
+			}
+			if r.CreditsRemaining < 0 || r.DebitEntryID == "" {
+				t.Errorf("reservation %+v", r)
+			}
+		case errors.As(r.Err, &limit):
+			if r.KeyID != capped.ID || limit.CreditsUsed+1 <= limit.CreditLimit {
+				t.Errorf("key limit %+v for %+v", limit, r.Charge)
+			}
+		case errors.As(r.Err, &short):
+			if short.Remaining >= 1 || short.Remaining < 0 {
+				t.Errorf("insufficient %+v", short)
+			}
+		default:
+			t.Errorf("charge %+v: %v", r.Charge, r.Err)
+		}
+	}
+	for g := 0; g < 30; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if g%3 == 0 { // single reserves beside the groups
+				for i := 0; i < 8; i++ {
+					c := charge(a, []store.Key{capped, free}[i%2], 1)
+					r, err := s.Reserve(ctx, c)
+					count(store.Reserved{Reservation: store.Reservation{Charge: c, CreditsRemaining: r.CreditsRemaining, DebitEntryID: r.DebitEntryID}, Err: err})
+				}
+				return
+			}
+			group := make([]store.Charge, 8)
+			for i := range group {
+				group[i] = charge(a, []store.Key{capped, free}[i%2], 1)
+			}
+			out, err := s.ReserveMany(ctx, group)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for _, r := range out {
+				count(r)
+			}
+		}()
+	}
+	wg.Wait()
+	// 240 charges of 1 ask for more than the wallet's 150 and the key's 100.
+	if accepted.Load() != 150 || cappedUsed.Load() > 100 {
+		t.Errorf("%d accepted (%d on the capped key); want 150, at most 100 capped", accepted.Load(), cappedUsed.Load())
+	}
+	if got, _ := s.Key(ctx, a.ID, capped.ID); got.CreditsUsed != cappedUsed.Load() {
+		t.Errorf("capped credits_used %d, reservations %d", got.CreditsUsed, cappedUsed.Load())
+	}
+	if got, _ := s.Key(ctx, a.ID, free.ID); got.CreditsUsed != accepted.Load()-cappedUsed.Load() {
+		t.Errorf("uncapped credits_used %d, reservations %d", got.CreditsUsed, accepted.Load()-cappedUsed.Load())
+	}
+	if entries := CheckLedger(t, s, a.ID); len(entries) != 1+150 {
+		t.Errorf("%d entries, want the grant and 150 debits", len(entries))
+	}
+}
