@@ -9,9 +9,12 @@ import (
 	"github.com/meridian-data/meridian/shared/store"
 )
 
-// Cache entries: pk=cache#<key>, sk=cache, data (B), stored_at, expires_at
-// (the table's TTL attribute, Unix seconds) and expires_at_ms, which reads
-// compare exactly because TTL deletion is lazy.
+// Cache entries: pk=cache#<key>, sk=cache, data_gz (B, the data gzipped)
+// or data (B, as it is, when gzip would not make it smaller), stored_at,
+// expires_at (the table's TTL attribute, Unix seconds) and expires_at_ms,
+// which reads compare exactly because TTL deletion is lazy. DynamoDB bills
+// a write per started kilobyte of the item and a read per 4 KB: JSON data
+// gzipped is a fraction of both.
 const (
 	pfxCache = "cache#"
 	skCache  = "cache"
@@ -20,7 +23,8 @@ const (
 type cacheItem struct {
 	PK          string    `dynamodbav:"pk"`
 	SK          string    `dynamodbav:"sk"`
-	Data        []byte    `dynamodbav:"data"`
+	Data        []byte    `dynamodbav:"data,omitempty"`
+	DataGzip    []byte    `dynamodbav:"data_gz,omitempty"`
 	StoredAt    time.Time `dynamodbav:"stored_at"`
 	ExpiresAt   int64     `dynamodbav:"expires_at"`
 	ExpiresAtMS int64     `dynamodbav:"expires_at_ms"`
@@ -39,17 +43,30 @@ func (s *Store) CacheGet(ctx context.Context, key string, now time.Time) (store.
 	if c == nil || now.UnixMilli() >= c.ExpiresAtMS {
 		return store.CacheEntry{}, store.ErrNotFound
 	}
-	return store.CacheEntry{Data: c.Data, StoredAt: c.StoredAt, ExpiresAt: time.UnixMilli(c.ExpiresAtMS).UTC()}, nil
+	data := c.Data
+	if c.DataGzip != nil {
+		if data, err = unpack(c.DataGzip); err != nil {
+			return store.CacheEntry{}, err
+		}
+	}
+	return store.CacheEntry{Data: data, StoredAt: c.StoredAt, ExpiresAt: time.UnixMilli(c.ExpiresAtMS).UTC()}, nil
 }
 
 func (s *Store) CachePut(ctx context.Context, key string, data []byte, now, expiresAt time.Time) error {
 	if len(data) > store.MaxCachedBytes || !expiresAt.After(now) {
 		return store.ErrInvalid
 	}
-	item, err := marshal(cacheItem{
-		PK: pfxCache + key, SK: skCache, Data: data, StoredAt: now.UTC(),
-		ExpiresAt: expiresAt.Unix() + 1, ExpiresAtMS: expiresAt.UnixMilli(),
-	})
+	c := cacheItem{PK: pfxCache + key, SK: skCache, StoredAt: now.UTC(), ExpiresAt: ttl(expiresAt), ExpiresAtMS: expiresAt.UnixMilli()}
+	packed, err := pack(data)
+	if err != nil {
+		return err
+	}
+	if len(packed) < len(data) {
+		c.DataGzip = packed
+	} else {
+		c.Data = data
+	}
+	item, err := marshal(c)
 	if err != nil {
 		return err
 	}

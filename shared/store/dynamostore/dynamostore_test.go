@@ -505,3 +505,31 @@ func TestEnterCompletesALegacyHashRecord(t *testing.T) {
 		t.Errorf("legacy revoked key: %v", err)
 	}
 }
+
+// A cache entry of JSON is stored gzipped: DynamoDB bills its writes per
+// started kilobyte of the item. Data gzip cannot shrink is stored as it is.
+func TestCacheEntriesAreStoredCompressed(t *testing.T) {
+	s := newStore(t)
+	now := time.Now()
+	data := []byte(`{"items":[`)
+	for i := 0; i < 40; i++ {
+		data = fmt.Appendf(data, `{"company_number":"%08d","name":"ACME HOLDINGS %d LIMITED","status":"active"},`, i, i)
+	}
+	data = append(data[:len(data)-1], "]}"...)
+	key := unique("gz")
+	if err := s.CachePut(ctx, key, data, now, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	item := rawItem(t, s, pfxCache+key, skCache)
+	gz, ok := item["data_gz"].(*types.AttributeValueMemberB)
+	if _, plain := item["data"]; !ok || plain || len(gz.Value) >= len(data)/3 {
+		t.Fatalf("a %d-byte JSON entry is not stored gzipped: %v", len(data), item)
+	}
+	tiny := unique("tiny")
+	if err := s.CachePut(ctx, tiny, []byte(`{}`), now, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if item := rawItem(t, s, pfxCache+tiny, skCache); item["data"] == nil || item["data_gz"] != nil {
+		t.Errorf("two bytes gzip would grow are stored as they are: %v", item)
+	}
+}

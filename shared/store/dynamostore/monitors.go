@@ -10,6 +10,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -211,7 +212,9 @@ func pack(doc []byte) ([]byte, error) {
 		return nil, nil
 	}
 	var buf bytes.Buffer
-	w := gzip.NewWriter(&buf)
+	w := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(w)
+	w.Reset(&buf)
 	if _, err := w.Write(doc); err != nil {
 		return nil, err
 	}
@@ -220,6 +223,10 @@ func pack(doc []byte) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// gzipWriters are reused: a new writer allocates its whole compressor,
+// far more than the documents and cache entries it packs.
+var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
 
 // unpack reads what pack wrote.
 func unpack(b []byte) ([]byte, error) {

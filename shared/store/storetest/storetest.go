@@ -4,7 +4,9 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -1161,6 +1163,24 @@ func testCache(t *testing.T, s store.Store) {
 	}
 	if e, err := c.CacheGet(ctx, key, now.Add(90*time.Second)); err != nil || string(e.Data) != `{"a":2}` {
 		t.Errorf("a put replaces: %+v %v", e, err)
+	}
+	// Large repetitive JSON (a store may compress it) and random bytes
+	// (which do not compress) both come back byte for byte.
+	large := []byte(`{"items":[`)
+	for i := 0; len(large) < 200<<10; i++ {
+		large = fmt.Appendf(large, `{"id":"%d","name":"Acme Holdings %d Limited","status":"active"},`, i, i)
+	}
+	large = append(large[:len(large)-1], "]}"...)
+	noise := make([]byte, 8<<10)
+	_, _ = rand.Read(noise)
+	for _, data := range [][]byte{large, noise} {
+		k := unique("large")
+		if err := c.CachePut(ctx, k, data, now, now.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if e, err := c.CacheGet(ctx, k, now); err != nil || !bytes.Equal(e.Data, data) {
+			t.Errorf("a %d-byte entry comes back as %d bytes: %v", len(data), len(e.Data), err)
+		}
 	}
 	if err := c.CachePut(ctx, unique("big"), make([]byte, store.MaxCachedBytes+1), now, now.Add(time.Minute)); err == nil {
 		t.Error("an oversized entry is refused")
