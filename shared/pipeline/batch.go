@@ -30,7 +30,8 @@ type batchItem struct {
 
 // batch runs up to 20 requests independently and concurrently, each
 // through the whole pipeline (admission, validation, cache, billing) with
-// its own request id; one item's failure touches only that item. The
+// its own request id; one item's failure touches only that item. Their
+// reserves are written together (batchGather). The
 // wrapper (spec 2.3) costs nothing and has no request_id of its own.
 // Idempotency-Key and Cache-Control are not forwarded to items.
 func (p *Pipeline) batch(_ context.Context, c *Call) (any, *envelope.Error) {
@@ -40,12 +41,15 @@ func (p *Pipeline) batch(_ context.Context, c *Call) (any, *envelope.Error) {
 	}
 	results := make([]json.RawMessage, len(items))
 	statuses := make([]int, len(items))
+	gather := newBatchGather(p, len(items))
 	var wg sync.WaitGroup
 	for i, it := range items {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			statuses[i], results[i] = p.runItem(c.Request, i, it)
+			ig := gather.item()
+			defer ig.finish()
+			statuses[i], results[i] = p.runItem(withGather(c.Request.Context(), ig), c.Request, i, it)
 		}()
 	}
 	wg.Wait()
@@ -124,7 +128,7 @@ func scalar(v json.RawMessage) (string, bool) {
 // runItem runs one item as the GET it stands for, with the batch's key and
 // client, and returns its status and result entry (index and status, then
 // the item's own envelope).
-func (p *Pipeline) runItem(parent *http.Request, index int, it batchItem) (int, json.RawMessage) {
+func (p *Pipeline) runItem(ctx context.Context, parent *http.Request, index int, it batchItem) (int, json.RawMessage) {
 	path := "/v1/" + url.PathEscape(it.Platform)
 	for _, seg := range strings.Split(it.Endpoint, "/") {
 		if seg != "" {
@@ -143,7 +147,7 @@ func (p *Pipeline) runItem(parent *http.Request, index int, it batchItem) (int, 
 			"stream=1 is not available in a batch; leave stream out to get the envelope.",
 			map[string]any{"reason": "not_batchable", "field": "stream"}))
 	}
-	req, err := innerGet(parent.Context(), parent, path+"?"+q.Encode(), "x-api-key")
+	req, err := innerGet(ctx, parent, path+"?"+q.Encode(), "x-api-key")
 	if err != nil {
 		return itemFailure(index, p.errorsURL(parent), envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
 			"This item cannot be made into a request.", map[string]any{"reason": "malformed_item"}))

@@ -158,7 +158,10 @@ func (p *Pipeline) reserve(x *exchange, c *Call) (charge *store.Charge, remainin
 		KeyPrefix: c.Principal.KeyPrefix, Endpoint: c.Endpoint.Path(), Cost: c.Endpoint.Cost,
 	}
 	res, err := billingOp(x, func(ctx context.Context) (store.Reservation, error) {
-		return p.wallets.reserve(ctx, p.cfg.Store, ch)
+		if g := gatherOf(ctx); g != nil {
+			return g.reserve(ctx, ch)
+		}
+		return p.wallets.reserveOne(ctx, p.cfg.Store, ch)
 	})
 	if err != nil {
 		refusal := p.reserveRefusal(x, err)
@@ -329,73 +332,83 @@ func (p *Pipeline) write(x *exchange, s envelope.Success, body []byte, cacheStat
 // walletQueue gathers this process's reserves per account. While one
 // group of an account's reserves is being written, the reserves that
 // arrive wait, and the first of them then writes them all with one
-// ReserveMany: a batch's twenty items (one account) become one or two
-// transactions instead of twenty writers racing for one balance, and
-// nothing is refused by a condition another reserve of this process broke.
+// ReserveMany: concurrent calls of one account become one transaction
+// instead of writers racing for one balance, and nothing is refused by a
+// condition another reserve of this process broke.
 type walletQueue struct {
 	mu     sync.Mutex
-	queues map[string][]*queuedReserve // an account is present while a group of it is being written
+	queues map[string][]*reserveTicket // an account is present while a group of it is being written
 }
 
-type queuedReserve struct {
-	charge store.Charge
-	done   chan struct{}
-	lead   bool // woken to write the next group rather than with a result
-	result store.Reserved
-	err    error
+// reserveTicket is one caller's charges (one call's, or a batch's) and,
+// once written, their outcomes.
+type reserveTicket struct {
+	charges []store.Charge
+	done    chan struct{}
+	lead    bool // woken to write the next group rather than with outcomes
+	results []store.Reserved
+	err     error
 }
 
-// reserve reserves c together with the account's other reserves that
-// arrive meanwhile and returns c's outcome.
-func (w *walletQueue) reserve(ctx context.Context, s store.Store, c store.Charge) (store.Reservation, error) {
-	me := &queuedReserve{charge: c, done: make(chan struct{})}
+// reserve writes charges (at most store.MaxReserveGroup, of one account)
+// together with the account's other reserves that arrive meanwhile and
+// returns their outcomes, in order.
+func (w *walletQueue) reserve(ctx context.Context, s store.Store, charges []store.Charge) ([]store.Reserved, error) {
+	me := &reserveTicket{charges: charges, done: make(chan struct{})}
+	account := charges[0].AccountID
 	w.mu.Lock()
 	if w.queues == nil {
-		w.queues = map[string][]*queuedReserve{}
+		w.queues = map[string][]*reserveTicket{}
 	}
-	queue, busy := w.queues[c.AccountID]
-	w.queues[c.AccountID] = append(queue, me)
+	queue, busy := w.queues[account]
+	w.queues[account] = append(queue, me)
 	w.mu.Unlock()
 	if busy {
 		<-me.done
 		if !me.lead {
-			return me.outcome()
+			return me.results, me.err
 		}
 	}
 	w.mu.Lock()
-	queue = w.queues[c.AccountID]
-	group := queue[:min(len(queue), store.MaxReserveGroup)]
-	w.queues[c.AccountID] = queue[len(group):]
+	queue = w.queues[account]
+	n, size := 1, len(queue[0].charges) // queue[0] is me
+	for ; n < len(queue) && size+len(queue[n].charges) <= store.MaxReserveGroup; n++ {
+		size += len(queue[n].charges)
+	}
+	group := queue[:n]
+	w.queues[account] = queue[n:]
 	w.mu.Unlock()
 
-	charges := make([]store.Charge, len(group))
-	for i, q := range group {
-		charges[i] = q.charge
+	all := make([]store.Charge, 0, size)
+	for _, t := range group {
+		all = append(all, t.charges...)
 	}
-	results, err := s.ReserveMany(ctx, charges)
+	results, err := s.ReserveMany(ctx, all)
 
 	w.mu.Lock()
-	if next := w.queues[c.AccountID]; len(next) == 0 {
-		delete(w.queues, c.AccountID)
+	if next := w.queues[account]; len(next) == 0 {
+		delete(w.queues, account)
 	} else {
 		next[0].lead = true
 		close(next[0].done)
 	}
 	w.mu.Unlock()
-	for i, q := range group {
-		if q.err = err; err == nil {
-			q.result = results[i]
+	for _, t := range group {
+		if t.err = err; err == nil {
+			t.results, results = results[:len(t.charges)], results[len(t.charges):]
 		}
-		if q != me {
-			close(q.done)
+		if t != me {
+			close(t.done)
 		}
 	}
-	return me.outcome()
+	return me.results, me.err
 }
 
-func (q *queuedReserve) outcome() (store.Reservation, error) {
-	if q.err != nil {
-		return store.Reservation{}, q.err
+// reserveOne is walletQueue.reserve of one charge.
+func (w *walletQueue) reserveOne(ctx context.Context, s store.Store, c store.Charge) (store.Reservation, error) {
+	out, err := w.reserve(ctx, s, []store.Charge{c})
+	if err != nil {
+		return store.Reservation{}, err
 	}
-	return q.result.Reservation, q.result.Err
+	return out[0].Reservation, out[0].Err
 }

@@ -3,12 +3,14 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/store/embedded"
+	"github.com/meridian-data/meridian/shared/store/storetest"
 )
 
 // groupCounter counts the ReserveMany calls that reach the store and the
@@ -55,7 +57,7 @@ func TestWalletQueueGroupsReserves(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			c := store.Charge{RequestID: store.NewEntryID(), AccountID: a.ID, KeyID: k.ID, KeyPrefix: k.Prefix, Endpoint: "/v1/x/y", Cost: 1}
-			r, err := w.reserve(context.Background(), counter, c)
+			r, err := w.reserveOne(context.Background(), counter, c)
 			var ie *store.InsufficientCreditsError
 			switch {
 			case err == nil && r.RequestID == c.RequestID && r.DebitEntryID != "":
@@ -79,5 +81,37 @@ func TestWalletQueueGroupsReserves(t *testing.T) {
 	}
 	if acct, _ := s.Account(context.Background(), a.ID); acct.CreditsRemaining != 0 {
 		t.Errorf("balance %d", acct.CreditsRemaining)
+	}
+}
+
+// A batch's paid items are reserved in one group: one store transaction
+// for the batch, each item still billed on its own.
+func TestBatchReservesItsItemsTogether(t *testing.T) {
+	counter := &groupCounter{}
+	b := newBilled(t, 1000, nil, withLimits, func(c *Config) {
+		counter.Store = c.Store
+		c.Store = counter
+	})
+	var specs []string
+	for i := 0; i < 20; i++ {
+		if i%4 == 3 {
+			specs = append(specs, `{"platform":"marketplace_a","endpoint":"search","params":{"page":2}}`) // refused before its reserve
+			continue
+		}
+		specs = append(specs, search(fmt.Sprint("item", i)))
+	}
+	r, w := b.batch(items(specs...))
+	if r.code != 200 || w.Succeeded != 15 || w.CreditsUsed != 45 {
+		t.Fatalf("%d %+v", r.code, w)
+	}
+	if calls, largest := counter.calls.Load(), counter.largest.Load(); calls != 1 || largest != 15 {
+		t.Errorf("%d ReserveMany calls, the largest of %d charges; want one of 15", calls, largest)
+	}
+	if a, _ := b.store.Account(t.Context(), b.account.ID); a.CreditsRemaining != 955 {
+		t.Errorf("balance %d", a.CreditsRemaining)
+	}
+	entries := storetest.CheckLedger(t, b.store, b.account.ID)
+	if len(entries) != 1+15 {
+		t.Errorf("%d ledger entries, want the grant and 15 debits", len(entries))
 	}
 }

@@ -64,6 +64,14 @@ type Gate interface {
 	Enter(ctx context.Context, hash, requestID string, now time.Time, rules LimitRules, slot bool) (Key, Admission, error)
 }
 
+// GroupGate is a Gate that also admits several requests of one key in one
+// step (a batch's items): each is decided as Enter would decide it, one
+// after the other in order.
+type GroupGate interface {
+	Gate
+	EnterMany(ctx context.Context, hash string, requestIDs []string, now time.Time, rules LimitRules, slot bool) (Key, []Admission, error)
+}
+
 // LimitState is one key's admissions: per-second counts of the sliding
 // window (second resolution, so a refusal's wait is exact to the second)
 // and the in-flight slots with their leases. Both stores keep it as one

@@ -71,52 +71,74 @@ func slotAttr(requestID string) string {
 // Enter authenticates the key by its hash record and admits the request in
 // one UpdateItem, conditioned on the key being active.
 func (s *Store) Enter(ctx context.Context, hash, requestID string, now time.Time, rules store.LimitRules, slot bool) (store.Key, store.Admission, error) {
+	k, as, err := s.EnterMany(ctx, hash, []string{requestID}, now, rules, slot)
+	if err != nil {
+		return k, store.Admission{}, err
+	}
+	return k, as[0], nil
+}
+
+// EnterMany is Enter for several requests of one key in the same
+// UpdateItem: a batch's items are admitted with one write.
+func (s *Store) EnterMany(ctx context.Context, hash string, requestIDs []string, now time.Time, rules store.LimitRules, slot bool) (store.Key, []store.Admission, error) {
 	for attempt := 0; ; attempt++ {
-		k, a, err := s.admit(ctx, hash, requestID, now, rules, true, slot, true)
+		k, as, err := s.admit(ctx, hash, requestIDs, now, rules, true, slot, true)
 		if !errors.Is(err, errUnmirrored) || attempt > 0 {
-			return k, a, err
+			return k, as, err
 		}
 		// A record written before it carried the key's status: copy it
 		// from the key, then try again.
 		if err := s.mirrorStatus(ctx, hash); err != nil {
-			return store.Key{}, store.Admission{}, err
+			return store.Key{}, nil, err
 		}
 	}
 }
 
 func (s *Store) Admit(ctx context.Context, id, requestID string, now time.Time, rules store.LimitRules, slot bool) (store.Admission, error) {
-	_, a, err := s.admit(ctx, id, requestID, now, rules, true, slot, false)
-	return a, err
+	_, as, err := s.admit(ctx, id, []string{requestID}, now, rules, true, slot, false)
+	if err != nil {
+		return store.Admission{}, err
+	}
+	return as[0], nil
 }
 
 func (s *Store) TakeSlot(ctx context.Context, id, requestID string, now time.Time, rules store.LimitRules) (store.Admission, error) {
-	_, a, err := s.admit(ctx, id, requestID, now, rules, false, true, false)
-	return a, err
+	_, as, err := s.admit(ctx, id, []string{requestID}, now, rules, false, true, false)
+	if err != nil {
+		return store.Admission{}, err
+	}
+	return as[0], nil
 }
+
+var _ store.GroupGate = (*Store)(nil)
 
 // errUnmirrored: a key hash record without the key's status.
 var errUnmirrored = errors.New("dynamostore: key hash record without status")
 
-// admit adds requestID to the record (a second when second, a slot when
-// slot) and decides from the record it gets back. gate conditions the
-// write on an active key.
-func (s *Store) admit(ctx context.Context, id, requestID string, now time.Time, rules store.LimitRules, second, slot, gate bool) (store.Key, store.Admission, error) {
-	sec, slotName := now.Unix(), slotAttr(requestID)
+// admit adds the requests to the record (to this second's count when
+// second, a slot each when slot) and decides from the record it gets back,
+// one request after the other in order. gate conditions the write on an
+// active key. Refused requests are taken back with one more write.
+func (s *Store) admit(ctx context.Context, id string, requestIDs []string, now time.Time, rules store.LimitRules, second, slot, gate bool) (store.Key, []store.Admission, error) {
+	if len(requestIDs) == 0 {
+		return store.Key{}, nil, store.ErrInvalid
+	}
+	sec := now.Unix()
 	secName := expression.Name(secondAttr(sec))
 	// The seconds just past the window go: steady traffic never leaves any.
 	window := int64(rules.Window / time.Second)
 	upd := expression.Remove(expression.Name(secondAttr(sec - window - 2))).
 		Remove(expression.Name(secondAttr(sec - window - 3))).
 		Remove(expression.Name(secondAttr(sec - window - 4)))
-	// A refusal takes back what the admission added (undo).
-	var undo expression.UpdateBuilder
 	if second {
-		upd = upd.Add(secName, expression.Value(1))
-		undo = undo.Add(secName, expression.Value(-1))
+		upd = upd.Add(secName, expression.Value(len(requestIDs)))
 	}
-	if slot {
-		upd = upd.Set(expression.Name(slotName), expression.Value(now.Add(rules.Lease).UnixMilli()))
-		undo = undo.Remove(expression.Name(slotName))
+	slotNames := make([]string, len(requestIDs))
+	for i, rid := range requestIDs {
+		slotNames[i] = slotAttr(rid)
+		if slot {
+			upd = upd.Set(expression.Name(slotNames[i]), expression.Value(now.Add(rules.Lease).UnixMilli()))
+		}
 	}
 	if gate {
 		// The write happens anyway: it also says when the key was last used.
@@ -128,7 +150,7 @@ func (s *Store) admit(ctx context.Context, id, requestID string, now time.Time, 
 	}
 	ex, err := b.Build()
 	if err != nil {
-		return store.Key{}, store.Admission{}, err
+		return store.Key{}, nil, err
 	}
 	key := itemKey(pfxKeyHash+id, skKeyHash)
 	in := &dynamodb.UpdateItemInput{
@@ -144,53 +166,69 @@ func (s *Store) admit(ctx context.Context, id, requestID string, now time.Time, 
 		ref, derr := decode[keyHashItem](old)
 		switch {
 		case derr != nil:
-			return store.Key{}, store.Admission{}, derr
+			return store.Key{}, nil, derr
 		case ref == nil || ref.AccountID == "":
-			return store.Key{}, store.Admission{}, store.ErrNotFound
+			return store.Key{}, nil, store.ErrNotFound
 		case ref.Status == "":
-			return store.Key{}, store.Admission{}, errUnmirrored
+			return store.Key{}, nil, errUnmirrored
 		}
-		return store.Key{}, store.Admission{}, store.ErrKeyInactive
+		return store.Key{}, nil, store.ErrKeyInactive
 	}
 	if err != nil {
 		if throttled(err) { // a hot record, not an outage
-			return store.Key{}, store.Admission{}, fmt.Errorf("%w: limits of %s throttled: %v", store.ErrContended, hashHint(id), err)
+			return store.Key{}, nil, fmt.Errorf("%w: limits of %s throttled: %v", store.ErrContended, hashHint(id), err)
 		}
-		return store.Key{}, store.Admission{}, fmt.Errorf("dynamostore: admit: %w", err)
+		return store.Key{}, nil, fmt.Errorf("dynamostore: admit: %w", err)
 	}
-	// Decide on the record without this request, as LimitState does.
+	// Decide on the record without these requests, as LimitState does.
 	st, stale := limitState(out.Attributes, now, rules)
 	for i := range st.Seconds {
 		if second && st.Seconds[i].Second == sec {
-			st.Seconds[i].Count--
+			st.Seconds[i].Count -= len(requestIDs)
 		}
 	}
-	st.Release(slotName)
-	var a store.Admission
-	if second {
-		a = st.Admit(slotName, now, rules, slot)
-	} else {
-		a = st.Take(slotName, now, rules)
+	for _, name := range slotNames {
+		st.Release(name)
 	}
-	a.Stale = stale
+	as := make([]store.Admission, len(requestIDs))
+	// A refusal takes back what the admission added (undo).
+	var undo expression.UpdateBuilder
+	refused := 0
+	for i, name := range slotNames {
+		if second {
+			as[i] = st.Admit(name, now, rules, slot)
+		} else {
+			as[i] = st.Take(name, now, rules)
+		}
+		as[i].Stale = stale
+		if !as[i].Admitted {
+			refused++
+			if slot {
+				undo = undo.Remove(expression.Name(name))
+			}
+		}
+	}
 	var k store.Key
 	if ref, err := decode[keyHashItem](out.Attributes); err == nil && ref != nil {
 		k = store.Key{ID: ref.KeyID, AccountID: ref.AccountID, Hash: id, Prefix: ref.Prefix, Status: store.KeyStatus(ref.Status)}
 	}
-	if !a.Admitted {
+	if refused > 0 {
+		if second {
+			undo = undo.Add(secName, expression.Value(-refused))
+		}
 		ux, err := expression.NewBuilder().WithUpdate(undo).Build()
 		if err != nil {
-			return k, a, nil
+			return k, as, nil
 		}
-		// If this fails the refusal still stands: its entries count until
-		// the second leaves the window and the slot's lease ends, which
+		// If this fails the refusals still stand: their entries count until
+		// the second leaves the window and the slots' leases end, which
 		// can only refuse more, never admit beyond the rules.
 		_ = s.retryThrottled(context.WithoutCancel(ctx), &dynamodb.UpdateItemInput{
 			TableName: s.table, Key: key, UpdateExpression: ux.Update(),
 			ExpressionAttributeNames: ux.Names(), ExpressionAttributeValues: ux.Values(),
 		})
 	}
-	return k, a, nil
+	return k, as, nil
 }
 
 // limitState reads the counters of a key's record into a LimitState, and

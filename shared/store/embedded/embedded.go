@@ -751,7 +751,30 @@ func (s *Store) Enter(ctx context.Context, hash, requestID string, now time.Time
 	return k, a, err
 }
 
-var _ store.Gate = (*Store)(nil)
+// EnterMany is Enter of several requests: one key lookup, admissions in
+// order (the limits live in memory).
+func (s *Store) EnterMany(ctx context.Context, hash string, requestIDs []string, now time.Time, rules store.LimitRules, slot bool) (store.Key, []store.Admission, error) {
+	if len(requestIDs) == 0 {
+		return store.Key{}, nil, store.ErrInvalid
+	}
+	k, err := s.KeyByHash(ctx, hash)
+	if err != nil {
+		return store.Key{}, nil, err
+	}
+	if k.Status != store.KeyActive {
+		return store.Key{}, nil, store.ErrKeyInactive
+	}
+	s.noteUse(k, now)
+	as := make([]store.Admission, len(requestIDs))
+	for i, rid := range requestIDs {
+		if as[i], err = s.Admit(ctx, hash, rid, now, rules, slot); err != nil {
+			return store.Key{}, nil, err
+		}
+	}
+	return k, as, nil
+}
+
+var _ store.GroupGate = (*Store)(nil)
 
 var _ store.Limits = (*Store)(nil)
 

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/meridian-data/meridian/shared/store"
 )
@@ -190,5 +191,60 @@ func testConcurrentReserveGroups(t *testing.T, s store.Store) {
 	}
 	if entries := CheckLedger(t, s, a.ID); len(entries) != 1+150 {
 		t.Errorf("%d entries, want the grant and 150 debits", len(entries))
+	}
+}
+
+// testEnterMany: several requests of one key admitted in one step are
+// decided in order as single Enters would be; refusals count nothing.
+func testEnterMany(t *testing.T, s store.Store) {
+	g, ok := s.(store.GroupGate)
+	if !ok {
+		t.Fatal("the store does not implement store.GroupGate")
+	}
+	lim := s.(store.Limits)
+	rules := store.LimitRules{Rate: 5, Window: time.Minute, Concurrency: 3, Lease: time.Minute}
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	a := newAccount(t, s, 10)
+	k := newKey(t, s, a.ID, nil)
+	first := []string{unique("req_"), unique("req_"), unique("req_"), unique("req_")}
+	got, as, err := g.EnterMany(ctx, k.Hash, first, now, rules, true)
+	if err != nil || got.ID != k.ID || got.AccountID != a.ID || len(as) != 4 {
+		t.Fatalf("EnterMany: %+v %d %v", got, len(as), err)
+	}
+	for i, want := range []struct {
+		admitted        bool
+		refused         string
+		rateLeft, slots int
+	}{{true, "", 4, 2}, {true, "", 3, 1}, {true, "", 2, 0}, {false, "concurrency", 2, 0}} {
+		if as[i].Admitted != want.admitted || as[i].Refused != want.refused || as[i].RateRemaining != want.rateLeft || want.admitted && as[i].SlotsFree != want.slots {
+			t.Errorf("request %d: %+v, want %+v", i, as[i], want)
+		}
+	}
+	for _, rid := range first[:3] {
+		if err := lim.ReleaseSlot(ctx, k.Hash, rid, now, rules); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Three in the window: two more fit, the third is over the rate.
+	_, as, err = g.EnterMany(ctx, k.Hash, []string{unique("req_"), unique("req_"), unique("req_")}, now.Add(time.Second), rules, true)
+	if err != nil || !as[0].Admitted || !as[1].Admitted || as[2].Admitted || as[2].Refused != "rate" || as[1].RateRemaining != 0 {
+		t.Fatalf("over the rate: %+v %v", as, err)
+	}
+	// The refused requests counted nothing: the window holds exactly five,
+	// and the slots two.
+	if adm, err := lim.Admit(ctx, k.Hash, unique("req_"), now.Add(2*time.Second), rules, false); err != nil || adm.Admitted || adm.Refused != "rate" {
+		t.Errorf("the window after the refusals: %+v %v", adm, err)
+	}
+	if adm, err := lim.TakeSlot(ctx, k.Hash, unique("req_"), now.Add(2*time.Second), rules); err != nil || !adm.Admitted || adm.SlotsFree != 0 {
+		t.Errorf("the slots after the refusals: %+v %v", adm, err)
+	}
+	if _, _, err := g.EnterMany(ctx, hash(unique("nokey")), []string{unique("req_")}, now, rules, true); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown key: %v", err)
+	}
+	if _, err := s.SetKeyStatus(ctx, a.ID, k.ID, store.KeyRevoked); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := g.EnterMany(ctx, k.Hash, []string{unique("req_")}, now, rules, true); !errors.Is(err, store.ErrKeyInactive) {
+		t.Errorf("revoked key: %v", err)
 	}
 }

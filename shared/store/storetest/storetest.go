@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore Factory) {
 		"ReserveAndSettle":              testReserveAndSettle,
 		"ReserveRefusals":               testReserveRefusals,
 		"ReserveMany":                   testReserveMany,
+		"EnterMany":                     testEnterMany,
 		"ConcurrentReserveGroups":       testConcurrentReserveGroups,
 		"Refund":                        testRefund,
 		"Ledger":                        testLedger,
