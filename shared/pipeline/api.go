@@ -128,7 +128,7 @@ func (p *Pipeline) authenticate(x *exchange, query params.Query, bearerAllowed, 
 	var err error
 	if p.gate != nil && metered {
 		var a store.Admission
-		principal, a, err = auth.Enter(x.r.Context(), p.gate, presented.Key, x.requestID, p.cfg.Now(), p.cfg.LimitRules, !hasIdempotencyKey(x))
+		principal, a, err = auth.Enter(x.r.Context(), p.gateFor(x), presented.Key, x.requestID, p.cfg.Now(), p.cfg.LimitRules, !hasIdempotencyKey(x))
 		if errors.Is(err, store.ErrContended) {
 			return auth.Principal{}, contended(p.cfg.LimitRules) // the key's record is hot: it exists
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/store/embedded"
@@ -14,10 +15,23 @@ import (
 )
 
 // groupCounter counts the ReserveMany calls that reach the store and the
-// largest group.
+// largest group, and the store's Enter and EnterMany calls.
 type groupCounter struct {
-	store.Store
-	calls, largest atomic.Int64
+	billedStore
+	calls, largest      atomic.Int64
+	enters, enterGroups atomic.Int64
+	largestEnter        atomic.Int64
+}
+
+func (g *groupCounter) Enter(ctx context.Context, hash, requestID string, now time.Time, rules store.LimitRules, slot bool) (store.Key, store.Admission, error) {
+	g.enters.Add(1)
+	return g.billedStore.(store.Gate).Enter(ctx, hash, requestID, now, rules, slot)
+}
+
+func (g *groupCounter) EnterMany(ctx context.Context, hash string, requestIDs []string, now time.Time, rules store.LimitRules, slot bool) (store.Key, []store.Admission, error) {
+	g.enterGroups.Add(1)
+	g.largestEnter.Store(max(g.largestEnter.Load(), int64(len(requestIDs))))
+	return g.billedStore.(store.GroupGate).EnterMany(ctx, hash, requestIDs, now, rules, slot)
 }
 
 func (g *groupCounter) ReserveMany(ctx context.Context, charges []store.Charge) ([]store.Reserved, error) {
@@ -28,7 +42,7 @@ func (g *groupCounter) ReserveMany(ctx context.Context, charges []store.Charge) 
 			break
 		}
 	}
-	return g.Store.ReserveMany(ctx, charges)
+	return g.billedStore.ReserveMany(ctx, charges)
 }
 
 // Reserves of one account arriving together are written in groups, each
@@ -47,7 +61,7 @@ func TestWalletQueueGroupsReserves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	counter := &groupCounter{Store: s}
+	counter := &groupCounter{billedStore: s}
 	var w walletQueue
 	const n = 100
 	var accepted, short atomic.Int64
@@ -88,9 +102,9 @@ func TestWalletQueueGroupsReserves(t *testing.T) {
 // for the batch, each item still billed on its own.
 func TestBatchReservesItsItemsTogether(t *testing.T) {
 	counter := &groupCounter{}
-	b := newBilled(t, 1000, nil, withLimits, func(c *Config) {
-		counter.Store = c.Store
-		c.Store = counter
+	b := newBilled(t, 1000, nil, func(c *Config) {
+		counter.billedStore = c.Store.(billedStore)
+		c.Store, c.Limits = counter, counter
 	})
 	var specs []string
 	for i := 0; i < 20; i++ {
@@ -106,6 +120,11 @@ func TestBatchReservesItsItemsTogether(t *testing.T) {
 	}
 	if calls, largest := counter.calls.Load(), counter.largest.Load(); calls != 1 || largest != 15 {
 		t.Errorf("%d ReserveMany calls, the largest of %d charges; want one of 15", calls, largest)
+	}
+	// The 20 items (the five refused by validation too: they are admitted
+	// first) enter with one EnterMany; the wrapper itself is not admitted.
+	if groups, single, largest := counter.enterGroups.Load(), counter.enters.Load(), counter.largestEnter.Load(); groups != 1 || single != 0 || largest != 20 {
+		t.Errorf("%d EnterMany calls (largest %d) and %d Enter calls; want one EnterMany of 20", groups, largest, single)
 	}
 	if a, _ := b.store.Account(t.Context(), b.account.ID); a.CreditsRemaining != 955 {
 		t.Errorf("balance %d", a.CreditsRemaining)
