@@ -250,15 +250,15 @@ func (m *md) command(cmd string) {
 var stepRole = map[string]string{
 	"GetItem(keyhash)":          "authentication of a request that is not admitted itself (a batch wrapper): the key-hash record",
 	"GetItem(key)":              "… and the key it names",
-	"UpdateItem(keyhash)":       "authentication and per-key limits in one write (the key's hash record, conditioned on an active key), or the slot's release after the response",
+	"UpdateItem(keyhash)":       "authentication and per-key limits in one write (the key's hash record, conditioned on an active key; one for all of a batch's items), or a slot's release after the response",
 	"GetItem(cache)":            "response cache lookup",
 	"PutItem(cache)":            "response cache write of the fresh data",
 	"PutItem(idem)":             "Idempotency-Key claim (conditional put)",
 	"UpdateItem(idem)":          "Idempotency-Key: keep the outcome for replay",
 	"DeleteItem(idem)":          "Idempotency-Key: freed (a retryable outcome)",
 	"UpdateItem(reservation)":   "settle the reservation",
-	"BatchGetItem(account+key)": "reserve: read the account and the key",
-	"TransactWriteItems(key+account+ledger+reservation)": "reserve: the debit transaction",
+	"BatchGetItem(account+key)": "reserve: read the account and the key (once for a group of reserves)",
+	"TransactWriteItems(key+account+ledger+reservation)": "reserve: the debit transaction (one for a group: a batch's items, or one account's reserves that arrived together)",
 	"BatchGetItem(reservation+account)":                  "refund: read reservation and account",
 	"TransactWriteItems(reservation+key+account+ledger)": "refund: the refund transaction",
 	"PutItem(usage)":        "worker: the request's count-once marker",
@@ -601,16 +601,17 @@ func writeWhy(m *md, pipelines []pipelineRun, httpRes HTTPResult, bare map[strin
 // lower it (section 4 has the figures).
 var costWhy = map[string]string{
 	uncachedKind: "The fixed part (API Gateway, the Lambda request, the SQS send of a batch of one) is $1.60 before any store write; the reserve " +
-		"transaction alone is 8 WRU (four items at twice a plain write's units). Folding the reservation into the debit entry (three items) and " +
-		"not writing an uncapped key's credits_used (two) would take 2 to 4 WRU off; sending usage events in batches of ten across invocations " +
-		"would take $0.36 off.",
+		"transaction alone is 8 WRU (four items at twice a plain write's units), and the worker writes 3 WRU for the call's lone usage event. " +
+		"Folding the reservation into the debit entry (three items) and not writing an uncapped key's credits_used (two) would take 2 to 4 WRU " +
+		"off; sending usage events in batches of ten across invocations would take $0.36 off, and the worker's counters shared by ten events " +
+		"about $1.10.",
 	cacheHitKind: "Each hit is admitted and its slot released (two writes of the key's record) and its usage event is sent on its own and " +
 		"counted by the worker (a count-once mark, and the platform's minute and the account's day counters, shared by the SQS batch's " +
 		"events); the fixed part is $1.60. A hit that held no slot (checked against the slots, holding none " +
 		"for its microseconds) and usage events sent in tens would meet it.",
-	batchKind: "Each item is admitted, reserved (its own four-item transaction), settled and released on its own; reserves of one account " +
-		"now queue in the process, so no write is refused, but one admission for the batch and one transaction for all of its " +
-		"reservations are not built yet.",
+	batchKind: "The items enter (authentication and admission) with one write and are reserved with one transaction (the account, the " +
+		"key and each item's debit entry and reservation); each item is still settled, cached and its slot released on its own, " +
+		"and its usage event counted once by the worker. Releasing the items' slots with one write would take about 0.95 WRU per item off.",
 }
 
 func pluralCalls(n int) string {
@@ -748,10 +749,11 @@ func writeRoundTrips(m *md, trips []RoundTrip, cmds map[string]string) {
 	}
 	m.p("")
 	if b, ok := findTrip(trips, batchKind); ok {
-		m.p("The batch's 20 items are admitted and billed one by one, all with the same key and account. Admission adds to the key's "+
-			"counters without a condition, and the items' reserves queue on the account's in-process lock, so %s writes per batch were "+
-			"refused by their condition. The chain above (%s long) links calls of one goroutine; the queue makes the reserves of the 20 "+
-			"items follow one another (two round trips each), which the chain does not count: the batch's time, %s ms, shows it.",
+		m.p("The batch's 20 items share one key and one account. Each step the items share waits until every item has reached it or "+
+			"finished without it (at most 50 ms), then writes them together: one EnterMany admits the items (each still counted "+
+			"against the key's rate and in-flight limits, in order) and one ReserveMany transaction reserves them (each with its own "+
+			"debit entry and reservation). Reserves of one account in one process also queue and go as groups, so %s writes per "+
+			"batch were refused by their condition. The chain above is %s calls long; the batch took %s ms.",
 			fmtFloat(b.FailedConditions), fmtFloat(b.CritSteps), fmtFloat(b.HandlerMS))
 		m.p("")
 	}
