@@ -406,9 +406,5 @@ func (w *walletQueue) reserve(ctx context.Context, s store.Store, charges []stor
 
 // reserveOne is walletQueue.reserve of one charge.
 func (w *walletQueue) reserveOne(ctx context.Context, s store.Store, c store.Charge) (store.Reservation, error) {
-	out, err := w.reserve(ctx, s, []store.Charge{c})
-	if err != nil {
-		return store.Reservation{}, err
-	}
-	return out[0].Reservation, out[0].Err
+	return store.FirstReserved(w.reserve(ctx, s, []store.Charge{c}))
 }

@@ -105,6 +105,15 @@ type Reserved struct {
 	Err error
 }
 
+// FirstReserved is the outcome of a one-charge ReserveMany as Reserve
+// returns it: Reserve(ctx, c) is FirstReserved(ReserveMany(ctx, []Charge{c})).
+func FirstReserved(out []Reserved, err error) (Reservation, error) {
+	if err != nil {
+		return Reservation{}, err
+	}
+	return out[0].Reservation, out[0].Err
+}
+
 // MaxReserveGroup bounds ReserveMany: a DynamoDB transaction holds at most
 // 100 items, and a group writes two per charge, the account and each key.
 const MaxReserveGroup = 32

@@ -25,11 +25,7 @@ func pick[T any](found map[string]map[string]types.AttributeValue, pk, sk string
 
 // Reserve is ReserveMany of one charge.
 func (s *Store) Reserve(ctx context.Context, c store.Charge) (store.Reservation, error) {
-	out, err := s.ReserveMany(ctx, []store.Charge{c})
-	if err != nil {
-		return store.Reservation{}, err
-	}
-	return out[0].Reservation, out[0].Err
+	return store.FirstReserved(s.ReserveMany(ctx, []store.Charge{c}))
 }
 
 // ReserveMany charges a group of one account's charges to their keys'

@@ -427,11 +427,7 @@ func (s *Store) UpdateKey(ctx context.Context, accountID, keyID string, c store.
 }
 
 func (s *Store) Reserve(ctx context.Context, c store.Charge) (store.Reservation, error) {
-	out, err := s.ReserveMany(ctx, []store.Charge{c})
-	if err != nil {
-		return store.Reservation{}, err
-	}
-	return out[0].Reservation, out[0].Err
+	return store.FirstReserved(s.ReserveMany(ctx, []store.Charge{c}))
 }
 
 // ReserveMany decides and writes every charge of the group in one bbolt
