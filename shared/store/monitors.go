@@ -311,3 +311,21 @@ func RunFinished(status string) bool {
 
 // JobFinished reports a job state that ends a job.
 func JobFinished(state string) bool { return state == JobSucceeded || state == JobFailed }
+
+// PrepareJob checks a new job as both stores do before storing it and
+// fills its defaults: CreatedAt now, ExpiresAt JobTTL after CreatedAt.
+func PrepareJob(j *Job, now time.Time) error {
+	if BadID(j.ID) || BadID(j.AccountID) || j.RequestID == "" {
+		return ErrInvalid
+	}
+	if err := CheckDocuments(j.Result); err != nil {
+		return err
+	}
+	if j.CreatedAt.IsZero() {
+		j.CreatedAt = now
+	}
+	if j.ExpiresAt.IsZero() {
+		j.ExpiresAt = j.CreatedAt.Add(JobTTL)
+	}
+	return nil
+}

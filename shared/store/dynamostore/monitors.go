@@ -888,17 +888,8 @@ func (s *Store) jobUpdate(ctx context.Context, accountID, id, cond, upd string, 
 // CreateJob is a conditional PutItem (attribute_not_exists). A job
 // without ExpiresAt keeps JobTTL from its CreatedAt.
 func (s *Store) CreateJob(ctx context.Context, j store.Job) error {
-	if store.BadID(j.ID) || store.BadID(j.AccountID) || j.RequestID == "" {
-		return store.ErrInvalid
-	}
-	if err := store.CheckDocuments(j.Result); err != nil {
+	if err := store.PrepareJob(&j, s.now()); err != nil {
 		return err
-	}
-	if j.CreatedAt.IsZero() {
-		j.CreatedAt = s.now()
-	}
-	if j.ExpiresAt.IsZero() {
-		j.ExpiresAt = j.CreatedAt.Add(store.JobTTL)
 	}
 	result, err := pack(j.Result)
 	if err != nil {

@@ -373,17 +373,8 @@ func jobExpired(j store.Job, now time.Time) bool { return !now.Before(j.ExpiresA
 // CreateJob stores j queued; a job without ExpiresAt keeps JobTTL from
 // its CreatedAt.
 func (s *Store) CreateJob(ctx context.Context, j store.Job) error {
-	if store.BadID(j.ID) || store.BadID(j.AccountID) || j.RequestID == "" {
-		return store.ErrInvalid
-	}
-	if err := store.CheckDocuments(j.Result); err != nil {
+	if err := store.PrepareJob(&j, s.now()); err != nil {
 		return err
-	}
-	if j.CreatedAt.IsZero() {
-		j.CreatedAt = s.now()
-	}
-	if j.ExpiresAt.IsZero() {
-		j.ExpiresAt = j.CreatedAt.Add(store.JobTTL)
 	}
 	j.State = store.JobQueued
 	sweep := jobCreates.Add(1)%sweepEvery == 0
