@@ -159,3 +159,25 @@ func TestErrorsReferenceDoesNotEchoOddHosts(t *testing.T) {
 		}
 	}
 }
+
+// Encoded data is spliced into the envelope as it is; the result is the
+// envelope encoding/json would write, even when the platform's name holds
+// the member's own text.
+func TestSuccessWithEncodedDataIsSpliced(t *testing.T) {
+	data := `{"title":"<b>A & B</b>","url":"https://x.test/?a=1&b=2","n":[1,2.5,null]}`
+	s := Success{Success: true, Platform: `odd,"data":null,"name`, Endpoint: "search", Data: json.RawMessage(data),
+		CreditsUsed: Amount(2), CreditsRemaining: Amount(98), RequestID: "req_1", Cached: true}
+	got, err := Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"success":true,"platform":"odd,\"data\":null,\"name","endpoint":"search","data":` + data +
+		`,"credits_used":2,"credits_remaining":98,"request_id":"req_1","cached":true}` + "\n"
+	if string(got) != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	var decoded map[string]any
+	if err := json.Unmarshal(got, &decoded); err != nil || decoded["platform"] != s.Platform {
+		t.Errorf("not the envelope: %v %v", err, decoded)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,6 +46,7 @@ type Store struct {
 	cachePuts  atomic.Int64
 	recallPuts atomic.Int64
 	uses       lastUses
+	keys       keyMemo
 }
 
 // Open opens (or creates) dir/meridian.db.
@@ -319,16 +321,25 @@ func (s *Store) KeyByHash(ctx context.Context, hash string) (store.Key, error) {
 		if ref == nil {
 			return store.ErrNotFound
 		}
-		k, err = get[store.Key](tx.Bucket(bKeys), ref)
+		k, err = s.readKey(tx, ref)
 		return err
 	})
 	return k, err
 }
 
+// readKey reads the key stored under id in bKeys.
+func (s *Store) readKey(tx *bolt.Tx, id []byte) (store.Key, error) {
+	raw := tx.Bucket(bKeys).Get(id)
+	if raw == nil {
+		return store.Key{}, store.ErrNotFound
+	}
+	return s.keys.decode(id, raw)
+}
+
 func (s *Store) Key(ctx context.Context, accountID, keyID string) (store.Key, error) {
 	var k store.Key
 	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
-		k, err = get[store.Key](tx.Bucket(bKeys), join(accountID, keyID))
+		k, err = s.readKey(tx, join(accountID, keyID))
 		return err
 	})
 	return k, err
@@ -638,13 +649,56 @@ func (s *Store) ExpiredReservations(ctx context.Context, now time.Time, limit in
 
 var _ store.Store = (*Store)(nil)
 
-var bCache = []byte("cache") // cache key -> entry
+var bCache = []byte("cache") // cache key -> entry (encodeCacheEntry)
+
+// cacheEntryV1 starts a cache entry in the binary form: the version byte,
+// StoredAt and ExpiresAt as Unix nanoseconds (big-endian), then the data
+// as it is. Entries written as JSON before it (starting with '{') are
+// still read.
+const cacheEntryV1 = 1
+
+func encodeCacheEntry(e store.CacheEntry) []byte {
+	out := make([]byte, 17, 17+len(e.Data))
+	out[0] = cacheEntryV1
+	binary.BigEndian.PutUint64(out[1:9], uint64(e.StoredAt.UnixNano()))
+	binary.BigEndian.PutUint64(out[9:17], uint64(e.ExpiresAt.UnixNano()))
+	return append(out, e.Data...)
+}
+
+// decodeCacheEntry reads an entry; its Data is a copy, since bbolt's
+// bytes live only as long as the transaction.
+func decodeCacheEntry(raw []byte) (store.CacheEntry, error) {
+	var e store.CacheEntry
+	if len(raw) > 0 && raw[0] == '{' {
+		return e, json.Unmarshal(raw, &e)
+	}
+	if len(raw) < 17 || raw[0] != cacheEntryV1 {
+		return e, fmt.Errorf("embedded: cache entry of unknown form (%d bytes)", len(raw))
+	}
+	e.StoredAt = time.Unix(0, int64(binary.BigEndian.Uint64(raw[1:9]))).UTC()
+	e.ExpiresAt = time.Unix(0, int64(binary.BigEndian.Uint64(raw[9:17]))).UTC()
+	e.Data = bytes.Clone(raw[17:])
+	return e, nil
+}
+
+// cacheEntryExpiry is an entry's ExpiresAt, without copying its data;
+// false when the entry cannot be read.
+func cacheEntryExpiry(raw []byte) (time.Time, bool) {
+	if len(raw) >= 17 && raw[0] == cacheEntryV1 {
+		return time.Unix(0, int64(binary.BigEndian.Uint64(raw[9:17]))), true
+	}
+	e, err := decodeCacheEntry(raw)
+	return e.ExpiresAt, err == nil
+}
 
 func (s *Store) CacheGet(ctx context.Context, key string, now time.Time) (store.CacheEntry, error) {
 	var e store.CacheEntry
 	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
-		e, err = get[store.CacheEntry](tx.Bucket(bCache), []byte(key))
-		if err == nil && !now.Before(e.ExpiresAt) {
+		raw := tx.Bucket(bCache).Get([]byte(key))
+		if raw == nil {
+			return store.ErrNotFound
+		}
+		if e, err = decodeCacheEntry(raw); err == nil && !now.Before(e.ExpiresAt) {
 			err = store.ErrNotFound
 		}
 		return err
@@ -660,21 +714,22 @@ func (s *Store) CachePut(ctx context.Context, key string, data []byte, now, expi
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	entry := encodeCacheEntry(store.CacheEntry{Data: data, StoredAt: now, ExpiresAt: expiresAt})
 	// Grouped with concurrent cache writes into one commit (bbolt Batch):
 	// a cache entry is not money, and the function may run twice.
 	return s.db.Batch(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bCache)
-		// Every 256th put drops what has expired, so the file does not grow for ever.
+		// Every 256th put drops what has expired (or cannot be read), so
+		// the file does not grow for ever.
 		c := b.Cursor()
 		for k, v := c.First(); sweep && k != nil; k, v = c.Next() {
-			var old store.CacheEntry
-			if json.Unmarshal(v, &old) == nil && !now.Before(old.ExpiresAt) {
+			if until, ok := cacheEntryExpiry(v); !ok || !now.Before(until) {
 				if err := c.Delete(); err != nil {
 					return err
 				}
 			}
 		}
-		return put(b, []byte(key), store.CacheEntry{Data: data, StoredAt: now, ExpiresAt: expiresAt})
+		return b.Put([]byte(key), entry)
 	})
 }
 

@@ -119,3 +119,102 @@ func TestLeasesBackfilled(t *testing.T) {
 		t.Errorf("refunded: %+v %v", refs, err)
 	}
 }
+
+// Cache entries are written in the binary form; entries a store wrote as
+// JSON before it are still served until they expire, and swept after.
+func TestCacheEntriesOfEitherForm(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir())
+	defer s.Close()
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	if err := s.CachePut(ctx, "fresh", []byte(`{"a":1}`), now, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	legacy := []byte(`{"Data":"eyJiIjoyfQ==","StoredAt":"2026-11-24T11:00:00Z","ExpiresAt":"2026-11-24T13:00:00Z"}`)
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bCache).Put([]byte("legacy"), legacy); err != nil {
+			return err
+		}
+		return tx.Bucket(bCache).Put([]byte("garbled"), []byte{9, 9})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var raw []byte
+	_ = s.db.View(func(tx *bolt.Tx) error { raw = append(raw, tx.Bucket(bCache).Get([]byte("fresh"))...); return nil })
+	if len(raw) != 17+len(`{"a":1}`) || raw[0] != cacheEntryV1 {
+		t.Fatalf("fresh entry stored as %q", raw)
+	}
+	for key, want := range map[string]string{"fresh": `{"a":1}`, "legacy": `{"b":2}`} {
+		e, err := s.CacheGet(ctx, key, now)
+		if err != nil || string(e.Data) != want {
+			t.Errorf("%s: %q %v, want %s", key, e.Data, err, want)
+		}
+	}
+	if e, err := s.CacheGet(ctx, "fresh", now); err != nil || !e.StoredAt.Equal(now) || !e.ExpiresAt.Equal(now.Add(time.Hour)) {
+		t.Errorf("times: %v %v %v", e.StoredAt, e.ExpiresAt, err)
+	}
+	if _, err := s.CacheGet(ctx, "garbled", now); err == nil {
+		t.Error("a garbled entry was served")
+	}
+	// The 256th put sweeps what expired or cannot be read.
+	later := now.Add(90 * time.Minute)
+	for i := 0; i < 256; i++ {
+		if err := s.CachePut(ctx, "filler", []byte("x"), later, later.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		for _, gone := range []string{"legacy", "garbled"} {
+			if tx.Bucket(bCache).Get([]byte(gone)) != nil {
+				t.Errorf("%s was not swept", gone)
+			}
+		}
+		if tx.Bucket(bCache).Get([]byte("fresh")) != nil {
+			t.Error("fresh expired at 13:00 and was not swept at 13:30")
+		}
+		return nil
+	})
+}
+
+// The key memo never serves a stale key: a revocation or a new limit is
+// seen by the very next lookup, and a caller changing what it got back
+// changes nothing for the next one.
+func TestKeyLookupsSeeEveryWrite(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir())
+	defer s.Close()
+	a, err := s.CreateAccount(ctx, 100, "consolehash", "req_open")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := s.CreateKey(ctx, store.Key{AccountID: a.ID, Hash: "keyhash", Prefix: "mn_abcd", Last4: "wxyz"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten := int64(10)
+	if _, err := s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{SetLimit: true, CreditLimit: &ten}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ { // the second lookup is served by the memo
+		got, err := s.KeyByHash(ctx, "keyhash")
+		if err != nil || got.CreditLimit == nil || *got.CreditLimit != 10 {
+			t.Fatalf("lookup %d: %+v %v", i, got, err)
+		}
+		*got.CreditLimit = 99
+	}
+	if _, err := s.Reserve(ctx, store.Charge{AccountID: a.ID, KeyID: k.ID, RequestID: "req_1", Endpoint: "e", Cost: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.KeyByHash(ctx, "keyhash"); got.CreditsUsed != 3 {
+		t.Errorf("credits_used after a charge: %d", got.CreditsUsed)
+	}
+	if _, err := s.SetKeyStatus(ctx, a.ID, k.ID, store.KeyRevoked); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.KeyByHash(ctx, "keyhash"); got.Status != store.KeyRevoked {
+		t.Errorf("status after revocation: %s", got.Status)
+	}
+	if got, _ := s.Key(ctx, a.ID, k.ID); got.Status != store.KeyRevoked {
+		t.Errorf("Key after revocation: %s", got.Status)
+	}
+}
