@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Generate returns synthetic data for a JSON Schema (draft 2020-12 subset:
@@ -18,14 +19,51 @@ import (
 // platform carry the platform's id, and count is the number of items, so
 // the data agrees with itself as real data does.
 func Generate(schema json.RawMessage, seed, platform string) (any, error) {
-	var s map[string]any
-	if err := json.Unmarshal(schema, &s); err != nil {
+	s, err := parse(schema)
+	if err != nil {
 		return nil, err
 	}
 	g := &gen{seed: seed}
 	data := g.value(s, "data", 0)
 	settle(data, platform)
 	return data, nil
+}
+
+// parsed holds each schema decoded once (there is one per data endpoint):
+// decoding it was most of a sandbox call's work. Generation only reads it;
+// values it hands out (const, enum) are copies.
+var parsed sync.Map // schema text -> map[string]any
+
+func parse(schema json.RawMessage) (map[string]any, error) {
+	if s, ok := parsed.Load(string(schema)); ok {
+		return s.(map[string]any), nil
+	}
+	var s map[string]any
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return nil, err
+	}
+	parsed.Store(string(schema), s)
+	return s, nil
+}
+
+// fresh is a deep copy of a JSON value taken from a schema, so settling
+// the data never changes the schema.
+func fresh(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[k] = fresh(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = fresh(x)
+		}
+		return out
+	}
+	return v
 }
 
 // settle makes generated values consistent: platform fields name the
@@ -67,10 +105,10 @@ func (g *gen) next(path string) uint64 {
 
 func (g *gen) value(s map[string]any, name string, depth int) any {
 	if c, ok := s["const"]; ok {
-		return c
+		return fresh(c)
 	}
 	if e, ok := s["enum"].([]any); ok && len(e) > 0 {
-		return e[int(g.next(name)%uint64(len(e)))]
+		return fresh(e[int(g.next(name)%uint64(len(e)))])
 	}
 	for _, k := range []string{"anyOf", "oneOf"} {
 		if alts, ok := s[k].([]any); ok && len(alts) > 0 {
