@@ -256,9 +256,9 @@ var stepRole = map[string]string{
 	"PutItem(idem)":             "Idempotency-Key claim (conditional put)",
 	"UpdateItem(idem)":          "Idempotency-Key: keep the outcome for replay",
 	"DeleteItem(idem)":          "Idempotency-Key: freed (a retryable outcome)",
-	"UpdateItem(reservation)":   "settle the reservation",
+	"UpdateItem(reservation)":   "settle the reservation (which also drops its LeaseIndex entry)",
 	"BatchGetItem(account+key)": "reserve: read the account and the key (once for a group of reserves)",
-	"TransactWriteItems(key+account+ledger+reservation)": "reserve: the debit transaction (one for a group: a batch's items, or one account's reserves that arrived together)",
+	"TransactWriteItems(key+account+ledger+reservation)": "reserve: the debit transaction, the reservation entering LeaseIndex (one for a group: a batch's items, or one account's reserves that arrived together)",
 	"BatchGetItem(reservation+account)":                  "refund: read reservation and account",
 	"TransactWriteItems(reservation+key+account+ledger)": "refund: the refund transaction",
 	"PutItem(usage)":        "worker: the request's count-once marker",
@@ -491,7 +491,9 @@ func runReport(args []string) error {
 	m.table([]string{"Request", "Store", "ns/op (mean)", "p50", "p99", "B/op", "allocs/op"}, rows1)
 	m.p("The embedded store keeps per-key limits in memory (one process holds its file) and writes cache entries after the response in " +
 		"grouped commits (bbolt `Batch`), so a cache hit and a 400 read bbolt and write nothing: the disk and tmpfs rows differ only by the paid " +
-		"call's money writes, which stay durable (an fsync each on disk). The 401 (no key) touches no store.")
+		"call's money writes, which stay durable (an fsync each on disk). The 401 (no key) touches no store. A cache hit reads its entry " +
+		"in a binary form (times, then the data as stored), reuses the decoding of a key record whose bytes have not changed (any write " +
+		"changes them, so a revocation is seen at once), and splices the cached data into the envelope without encoding it again.")
 	m.p("")
 	for _, p := range pipelines {
 		m.command(cmds["pipeline-"+p.store])
@@ -600,18 +602,24 @@ func writeWhy(m *md, pipelines []pipelineRun, httpRes HTTPResult, bare map[strin
 // costWhy says what keeps a kind's cost above its target, and what would
 // lower it (section 4 has the figures).
 var costWhy = map[string]string{
-	uncachedKind: "The fixed part (API Gateway, the Lambda request, the SQS send of a batch of one) is $1.60 before any store write; the reserve " +
-		"transaction alone is 8 WRU (four items at twice a plain write's units), and the worker writes 3 WRU for the call's lone usage event. " +
-		"Folding the reservation into the debit entry (three items) and not writing an uncapped key's credits_used (two) would take 2 to 4 WRU " +
-		"off; sending usage events in batches of ten across invocations would take $0.36 off, and the worker's counters shared by ten events " +
-		"about $1.10.",
-	cacheHitKind: "Each hit is admitted and its slot released (two writes of the key's record) and its usage event is sent on its own and " +
-		"counted by the worker (a count-once mark, and the platform's minute and the account's day counters, shared by the SQS batch's " +
-		"events); the fixed part is $1.60. A hit that held no slot (checked against the slots, holding none " +
-		"for its microseconds) and usage events sent in tens would meet it.",
+	uncachedKind: "The fixed part (API Gateway, the Lambda request, the SQS send of a batch of one) is $1.60 before any store write. " +
+		"The request path writes 14 WRU: the reserve transaction is 9 (four items at twice a plain write's units, and the reservation's " +
+		"LeaseIndex entry), the settle 2 (the reservation, and its LeaseIndex entry removed), and the admission, the cache entry and the " +
+		"slot's release one each; the worker adds 1.2. Not writing an uncapped key (2 WRU) would leave its credits_used behind its charges, " +
+		"so a limit set later could be exceeded by charges still uncounted (spec 5.7 makes the cap atomic). Folding the reservation into the " +
+		"debit entry (2 WRU) needs one item found both by request id and in the ledger's time order, which takes an index write back. " +
+		"Settling without touching LeaseIndex (1 WRU) needs a sweep that reads past settled entries from a watermark. Together they would " +
+		"still leave about 9 WRU, near $8.50: $6 needs a wallet whose debit and ledger entry are one single-item write.",
+	cacheHitKind: "Each hit is admitted and its slot released (two writes of the key's record, $1.25), its usage event is sent on its " +
+		"own ($0.40) and counted by the worker (its count-once mark and its share of the batch's counters, 1.2 WRU, $0.75); with API " +
+		"Gateway and the Lambda request ($1.20) that is $3.60. A hit that held no slot needs the cache's answer before admission, which " +
+		"puts a round trip ahead of every uncached call (the paid call would take 4, over its target of 3); usage events sent in tens " +
+		"would have to wait across invocations in a Lambda instance that may be frozen or recycled, losing them.",
 	batchKind: "The items enter (authentication and admission) with one write and are reserved with one transaction (the account, the " +
-		"key and each item's debit entry and reservation); each item is still settled, cached and its slot released on its own, " +
-		"and its usage event counted once by the worker. Releasing the items' slots with one write would take about 0.95 WRU per item off.",
+		"key and each item's debit entry, reservation and LeaseIndex entry); each item is still settled (its reservation and LeaseIndex " +
+		"entry), cached and its slot released on its own, and its usage event counted once by the worker. The LeaseIndex writes " +
+		"(2 WRU per item, $1.25) were not counted before this run; releasing the items' slots with one write would take about " +
+		"0.95 WRU ($0.59) per item off, and settling without touching LeaseIndex another 1 WRU.",
 }
 
 func pluralCalls(n int) string {
@@ -700,11 +708,16 @@ func writeRoundTrips(m *md, trips []RoundTrip, cmds map[string]string) {
 		"every operation, sets `ReturnConsumedCapacity=TOTAL` and sums the `ConsumedCapacity` of each answer. A call belongs to the critical path " +
 		"when it ended before the response's first byte was written; **sequential** counts the longest chain of calls that each started after the " +
 		"previous one ended (calls side by side, as concurrent batch items make, are one step). **Handler** counts everything until `ServeHTTP` returns, " +
-		"which in Lambda is when API Gateway gets the response. The worker columns are what applying the request's usage events costs later. " +
+		"which in Lambda is when API Gateway gets the response. The worker columns are what applying the request's usage events costs later, " +
+		"per request, as SQS delivers them at steady load: in batches of ten, here the events of consecutive requests of the same kind " +
+		"(one key, one endpoint), so a batch's events share its two counter writes; ten events of ten accounts or endpoints would each " +
+		"write their account's counter (up to 0.9 WRU more per event). " +
 		"**RRU** and **WRU** are on-demand request units by AWS's published rules " +
 		"(https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html), from the sizes of the items each call " +
 		"read or wrote (updated items are read back after the request, uncounted): a read per 4 KB (half for eventually consistent reads, " +
-		"a missing item still one unit), a write per 1 KB, a transaction twice that per item. A single-item write refused by its condition " +
+		"a missing item still one unit), a write per 1 KB, a transaction twice that per item, " +
+		"and one more unit for each LeaseIndex entry a write adds or removes (a reservation's; KEYS_ONLY, so under 1 KB; counted once even " +
+		"in a transaction, for which AWS documents no rule). A single-item write refused by its condition " +
 		"is charged by DynamoDB and is priced here at the minimum; a cancelled transaction is priced the same way per item (an assumption, " +
 		"an upper bound: it only matters for the batch). DynamoDB Local's own `ConsumedCapacity` is shown beside them but not used: the emulator reports the same 4 units " +
 		"for a transaction of one small item as of four, and nothing for refused writes. Averages per request over the runs; durations are " +
@@ -731,9 +744,9 @@ func writeRoundTrips(m *md, trips []RoundTrip, cmds map[string]string) {
 		if len(r.WorkerPath) > 0 {
 			wp := r.WorkerPath
 			if len(wp) > 4 {
-				wp = append(slices.Clone(wp[:2]), fmt.Sprintf("… %s calls in all", fmtFloat(r.WorkerCalls)))
+				wp = append(slices.Clone(wp[:2]), fmt.Sprintf("… (%s calls per request)", fmtFloat(r.WorkerCalls)))
 			}
-			m.p("  - then the worker, for the request's usage events: %s", strings.Join(wp, " → "))
+			m.p("  - then the worker, for an SQS batch of ten such events: %s", strings.Join(wp, " → "))
 		}
 	}
 	m.p("")
@@ -891,8 +904,9 @@ func writeCost(m *md, tripBy map[string]RoundTrip) {
 			}
 		}
 		m.p("DynamoDB dominates: a paid uncached success writes %s WRU on the request path (the reserve transaction writes four items (key, "+
-			"account, debit entry, reservation) at twice the unit cost of a plain write; then the admission, the settle, the cache entry and the "+
-			"slot's release) and %s more in the worker, and reads %s RRU; DynamoDB is %.0f%% of its %s.",
+			"account, debit entry, reservation) at twice the unit cost of a plain write, and the reservation's LeaseIndex entry; then the "+
+			"admission, the settle (which also removes the LeaseIndex entry), the cache entry and the slot's release) and %s more in the "+
+			"worker, and reads %s RRU; DynamoDB is %.0f%% of its %s.",
 			fmtFloat(r.WRU), fmtFloat(r.WorkerWRU), fmtFloat(r.RRU), 100*ddb/t, fmtDollars(t))
 		m.p("")
 	}
