@@ -20,6 +20,21 @@ func open(t *testing.T, dir string) *Store {
 	return s
 }
 
+// accountWithKey opens an account of 100 credits with one key, hashed "keyhash".
+func accountWithKey(t *testing.T, s *Store) (store.Account, store.Key) {
+	t.Helper()
+	ctx := context.Background()
+	a, err := s.CreateAccount(ctx, 100, "consolehash", "req_open")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := s.CreateKey(ctx, store.Key{AccountID: a.ID, Hash: "keyhash", Prefix: "mn_abcd", Last4: "wxyz"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, k
+}
+
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
 		s := open(t, t.TempDir())
@@ -32,14 +47,7 @@ func TestRestartKeepsEverything(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := open(t, dir)
-	a, err := s.CreateAccount(ctx, 100, "consolehash", "req_open")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := s.CreateKey(ctx, store.Key{AccountID: a.ID, Hash: "keyhash", Prefix: "mn_abcd", Last4: "wxyz"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, k := accountWithKey(t, s)
 	if _, err := s.Reserve(ctx, store.Charge{RequestID: "req_1", AccountID: a.ID, KeyID: k.ID, Cost: 3}); err != nil {
 		t.Fatal(err)
 	}
@@ -183,14 +191,7 @@ func TestKeyLookupsSeeEveryWrite(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, t.TempDir())
 	defer s.Close()
-	a, err := s.CreateAccount(ctx, 100, "consolehash", "req_open")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := s.CreateKey(ctx, store.Key{AccountID: a.ID, Hash: "keyhash", Prefix: "mn_abcd", Last4: "wxyz"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, k := accountWithKey(t, s)
 	ten := int64(10)
 	if _, err := s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{SetLimit: true, CreditLimit: &ten}); err != nil {
 		t.Fatal(err)
