@@ -582,28 +582,28 @@ var service = []Endpoint{
 	{
 		Platform: "monitors", ID: "{id}", Family: Service, Kind: ServiceOwned, Origin: Addition,
 		Name: "Monitor", Description: "One monitor: its operation, schedule, state (and why it is paused) and latest run.",
-		Params:     []Param{P("id", String, "Monitor id.").Req().Match("mon_[a-z0-9]{26}", "a monitor id such as mon_01jb2c3d4e5f6g7h8j9k0m1n2p").Ex("mon_01jb2c3d4e5f6g7h8j9k0m1n2p")},
+		Params:     []Param{monitorID()},
 		MayNotFind: true,
 		Decision:   "Issue 23: read by the id lifted from the path, by the account that owns it (any other: 404).",
 	},
 	{
 		Platform: "monitors", ID: "{id}/pause", Family: Service, Kind: ServiceOwned, Method: "POST", Origin: Addition,
 		Name: "Pause monitor", Description: "Stop scheduling runs until resumed; a run already started still finishes.",
-		Params:     []Param{P("id", String, "Monitor id.").Req().Match("mon_[a-z0-9]{26}", "a monitor id such as mon_01jb2c3d4e5f6g7h8j9k0m1n2p").Ex("mon_01jb2c3d4e5f6g7h8j9k0m1n2p")},
+		Params:     []Param{monitorID()},
 		MayNotFind: true,
 		Decision:   "Issue 23: a POST per state change (the registry gives each path one method).",
 	},
 	{
 		Platform: "monitors", ID: "{id}/resume", Family: Service, Kind: ServiceOwned, Method: "POST", Origin: Addition,
 		Name: "Resume monitor", Description: "Schedule runs again; clears the pause reason and the count of failed runs.",
-		Params:     []Param{P("id", String, "Monitor id.").Req().Match("mon_[a-z0-9]{26}", "a monitor id such as mon_01jb2c3d4e5f6g7h8j9k0m1n2p").Ex("mon_01jb2c3d4e5f6g7h8j9k0m1n2p")},
+		Params:     []Param{monitorID()},
 		MayNotFind: true,
 		Decision:   "Issue 23: a POST per state change (the registry gives each path one method).",
 	},
 	{
 		Platform: "monitors", ID: "{id}/delete", Family: Service, Kind: ServiceOwned, Method: "POST", Origin: Addition,
 		Name: "Delete monitor", Description: "Delete the monitor and its schedule; its runs are no longer readable. No undo.",
-		Params:     []Param{P("id", String, "Monitor id.").Req().Match("mon_[a-z0-9]{26}", "a monitor id such as mon_01jb2c3d4e5f6g7h8j9k0m1n2p").Ex("mon_01jb2c3d4e5f6g7h8j9k0m1n2p")},
+		Params:     []Param{monitorID()},
 		MayNotFind: true,
 		Decision:   "Issue 23: a POST rather than DELETE on the monitor's path, which answers GET (the registry gives each path one method).",
 	},
@@ -611,7 +611,7 @@ var service = []Endpoint{
 		Platform: "monitors", ID: "{id}/runs", Family: Service, Kind: ServiceOwned, Origin: SpecNamed,
 		Name: "Monitor runs", Description: "Runs of a monitor, newest first: time, status, credits, request_id, data (kept 30 days) and what changed since the previous successful run.",
 		Params: []Param{
-			P("id", String, "Monitor id.").Req().Match("mon_[a-z0-9]{26}", "a monitor id such as mon_01jb2c3d4e5f6g7h8j9k0m1n2p").Ex("mon_01jb2c3d4e5f6g7h8j9k0m1n2p"),
+			monitorID(),
 			P("limit", Integer, "Runs per page, 1-100.").Range(1, 100).Def("20"),
 			cursorParam,
 		},
@@ -705,4 +705,9 @@ func Default() *Registry {
 		defaultReg = r
 	})
 	return defaultReg
+}
+
+// monitorID is the id every monitor endpoint lifts from its path.
+func monitorID() Param {
+	return P("id", String, "Monitor id.").Req().Match("mon_[a-z0-9]{26}", "a monitor id such as mon_01jb2c3d4e5f6g7h8j9k0m1n2p").Ex("mon_01jb2c3d4e5f6g7h8j9k0m1n2p")
 }

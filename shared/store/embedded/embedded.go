@@ -675,17 +675,19 @@ func decodeCacheEntry(raw []byte) (store.CacheEntry, error) {
 	if len(raw) < 17 || raw[0] != cacheEntryV1 {
 		return e, fmt.Errorf("embedded: cache entry of unknown form (%d bytes)", len(raw))
 	}
-	e.StoredAt = time.Unix(0, int64(binary.BigEndian.Uint64(raw[1:9]))).UTC()
-	e.ExpiresAt = time.Unix(0, int64(binary.BigEndian.Uint64(raw[9:17]))).UTC()
+	e.StoredAt, e.ExpiresAt = unixNanos(raw[1:9]), unixNanos(raw[9:17])
 	e.Data = bytes.Clone(raw[17:])
 	return e, nil
 }
+
+// unixNanos reads a big-endian Unix time in nanoseconds.
+func unixNanos(b []byte) time.Time { return time.Unix(0, int64(binary.BigEndian.Uint64(b))).UTC() }
 
 // cacheEntryExpiry is an entry's ExpiresAt, without copying its data;
 // false when the entry cannot be read.
 func cacheEntryExpiry(raw []byte) (time.Time, bool) {
 	if len(raw) >= 17 && raw[0] == cacheEntryV1 {
-		return time.Unix(0, int64(binary.BigEndian.Uint64(raw[9:17]))), true
+		return unixNanos(raw[9:17]), true
 	}
 	e, err := decodeCacheEntry(raw)
 	return e.ExpiresAt, err == nil
