@@ -65,7 +65,7 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 			x.fail(refusal)
 			return
 		}
-		defer x.afterResponse(func(ctx context.Context) { p.release(ctx, x, principal) })
+		defer p.releaseAfter(x, principal)
 	}
 	if qerr != nil {
 		x.fail(qerr)
@@ -75,7 +75,8 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 		x.fail(verr)
 		return
 	}
-	call := &Call{RequestID: x.requestID, Endpoint: e, Params: validated, Principal: principal, Sandbox: sandbox, Request: x.r, lookup: lookup}
+	call := &Call{RequestID: x.requestID, Endpoint: e, Params: validated, Principal: principal, Sandbox: sandbox, Request: x.r,
+		lookup: lookup, afterResponse: x.afterResponse}
 	x.call = call
 	finish, handled := p.idempotency(x, call)
 	if handled {

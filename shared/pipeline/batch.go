@@ -31,7 +31,8 @@ type batchItem struct {
 // batch runs up to 20 requests independently and concurrently, each
 // through the whole pipeline (admission, validation, cache, billing) with
 // its own request id; one item's failure touches only that item. Their
-// reserves are written together (batchGather). The
+// admissions and reserves are written together, and their in-flight
+// slots freed together after the batch's answer (batchGather). The
 // wrapper (spec 2.3) costs nothing and has no request_id of its own.
 // Idempotency-Key and Cache-Control are not forwarded to items.
 func (p *Pipeline) batch(_ context.Context, c *Call) (any, *envelope.Error) {
@@ -53,6 +54,9 @@ func (p *Pipeline) batch(_ context.Context, c *Call) (any, *envelope.Error) {
 		}()
 	}
 	wg.Wait()
+	if c.afterResponse != nil {
+		c.afterResponse(func(ctx context.Context) { gather.releaseHeld(ctx, p) })
+	}
 	return Raw{ContentType: "application/json", Body: batchWrapper(results, statuses)}, nil
 }
 

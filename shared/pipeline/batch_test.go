@@ -1,11 +1,17 @@
 package pipeline
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/meridian-data/meridian/shared/store"
 )
 
 type batchResult struct {
@@ -197,6 +203,50 @@ func TestBatchesHoldNoSlotAndDocumentsAreRefused(t *testing.T) {
 	_, w := b.batch(items(`{"platform":"utility","endpoint":"llms","params":{}}`, `{"platform":"utility","endpoint":"llms","params":{"format":"json"}}`))
 	if w.Results[0].Status != 400 || w.Results[0].Error.Details["reason"] != "not_batchable" || w.Results[1].Status != 200 || w.Succeeded != 1 {
 		t.Errorf("a document item: %+v", w.Results)
+	}
+}
+
+// slotRecorder counts the limit store's slot releases.
+type slotRecorder struct {
+	store.Limits
+	mu       sync.Mutex
+	releases [][]string
+}
+
+func (r *slotRecorder) ReleaseSlots(ctx context.Context, id string, requestIDs []string, now time.Time, rules store.LimitRules, stale ...string) error {
+	r.mu.Lock()
+	r.releases = append(r.releases, slices.Clone(requestIDs))
+	r.mu.Unlock()
+	return r.Limits.ReleaseSlots(ctx, id, requestIDs, now, rules, stale...)
+}
+
+// A batch's items hold their in-flight slots until the batch has answered,
+// then free them all with one write, whatever each item's outcome.
+func TestBatchFreesItsItemsSlotsInOneWrite(t *testing.T) {
+	rec := &slotRecorder{Limits: &store.MemoryLimits{}}
+	b := newBilled(t, 1000, nil, func(c *Config) { c.Limits = rec })
+	specs := []string{search("s1"), search("fail"), `{"platform":"company_registry","endpoint":"search","params":{"limit":500}}`}
+	for len(specs) < 20 {
+		specs = append(specs, search(fmt.Sprint("s", len(specs))))
+	}
+	_, w := b.batch(items(specs...))
+	if w.Count != 20 || w.Succeeded != 18 {
+		t.Fatalf("%+v", w)
+	}
+	if len(rec.releases) != 1 || len(rec.releases[0]) != 20 {
+		t.Fatalf("releases %v, want one of the 20 items", rec.releases)
+	}
+	var ids []string
+	for _, res := range w.Results {
+		ids = append(ids, res.RequestID)
+	}
+	slices.Sort(ids)
+	slices.Sort(rec.releases[0])
+	if !slices.Equal(ids, rec.releases[0]) {
+		t.Errorf("released %v, want the items' %v", rec.releases[0], ids)
+	}
+	if r := b.call("/v1/credits/balance"); r.code != 200 || r.header.Get("x-concurrency-remaining") != "24" {
+		t.Errorf("every slot is free after the batch: %d %v", r.code, r.header)
 	}
 }
 

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,6 +23,15 @@ const gatherWait = 50 * time.Millisecond
 type batchGather struct {
 	enter   *gatherStep[enterAsk, entered]
 	reserve *gatherStep[store.Charge, reserved]
+	// held are the in-flight slots of finished items, by key: they are
+	// freed together once the batch has answered (releaseHeld).
+	mu   sync.Mutex
+	held map[string]*heldSlots
+}
+
+type heldSlots struct {
+	requestIDs []string
+	stale      []string
 }
 
 type enterAsk struct {
@@ -46,6 +56,40 @@ func newBatchGather(p *Pipeline, items int) *batchGather {
 	return &batchGather{
 		enter:   &gatherStep[enterAsk, entered]{open: items, write: p.enterGroup},
 		reserve: &gatherStep[store.Charge, reserved]{open: items, write: p.reserveGroup},
+	}
+}
+
+// holdSlot keeps a finished item's slot for the batch's one release.
+func (g *batchGather) holdSlot(id, requestID string, stale []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held == nil {
+		g.held = map[string]*heldSlots{}
+	}
+	h := g.held[id]
+	if h == nil {
+		h = &heldSlots{}
+		g.held[id] = h
+	}
+	h.requestIDs = append(h.requestIDs, requestID)
+	for _, n := range stale {
+		if !slices.Contains(h.stale, n) {
+			h.stale = append(h.stale, n)
+		}
+	}
+}
+
+// releaseHeld frees every held slot: one write per key (a batch has one).
+// If it fails, the slots' leases free them.
+func (g *batchGather) releaseHeld(ctx context.Context, p *Pipeline) {
+	g.mu.Lock()
+	held := g.held
+	g.held = nil
+	g.mu.Unlock()
+	for id, h := range held {
+		if err := p.cfg.Limits.ReleaseSlots(ctx, id, h.requestIDs, p.cfg.Now(), p.cfg.LimitRules, h.stale...); err != nil {
+			p.cfg.Logger.Warn("batch slot release failed; the leases will free them", "request_ids", h.requestIDs, "error", err.Error())
+		}
 	}
 }
 

@@ -209,7 +209,7 @@ func testRefusalsFreeTheIdempotencyKey(t *testing.T, newBilled billedFactory) {
 		t.Fatal(err)
 	}
 	refused(b.withKey(search, "after-concurrency"), 429, "RATE_LIMITED", "concurrency_limit")
-	if err := limits.ReleaseSlot(ctx, b.keyRec.Hash, "req_in_flight", b.clock.Now(), rules); err != nil {
+	if err := limits.ReleaseSlots(ctx, b.keyRec.Hash, []string{"req_in_flight"}, b.clock.Now(), rules); err != nil {
 		t.Fatal(err)
 	}
 	runsNormally(b, search, "after-concurrency", "a concurrency refusal")

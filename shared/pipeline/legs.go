@@ -241,10 +241,8 @@ func (l *legs) close() {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.parent.r.Context()), billingTimeout)
 	defer cancel()
-	for _, id := range l.extra {
-		if err := l.p.cfg.Limits.ReleaseSlot(ctx, l.call.Principal.LimitsID(), id, l.p.cfg.Now(), l.p.cfg.LimitRules); err != nil {
-			l.p.cfg.Logger.Warn("leg slot release failed; its lease will free it", "request_id", l.call.RequestID, "error", err.Error())
-		}
+	if err := l.p.cfg.Limits.ReleaseSlots(ctx, l.call.Principal.LimitsID(), l.extra, l.p.cfg.Now(), l.p.cfg.LimitRules); err != nil {
+		l.p.cfg.Logger.Warn("leg slot release failed; their leases will free them", "request_id", l.call.RequestID, "error", err.Error())
 	}
 	l.extra = nil
 }

@@ -112,13 +112,25 @@ func limitRefusal(a store.Admission) *envelope.Error {
 	return nil
 }
 
-// release frees the request's in-flight slot after its response, even if
-// the caller has gone; if this fails the lease frees it.
+// releaseAfter frees the request's in-flight slot after its response,
+// even if the caller has gone; if this fails the lease frees it. A batch
+// item's slot is held until the batch has answered and then freed with
+// the other items' in one write (batchGather.releaseHeld).
+func (p *Pipeline) releaseAfter(x *exchange, who auth.Principal) {
+	if ig := gatherOf(x.r.Context()); ig != nil {
+		if x.admitted {
+			ig.g.holdSlot(who.LimitsID(), x.requestID, x.stale)
+		}
+		return
+	}
+	x.afterResponse(func(ctx context.Context) { p.release(ctx, x, who) })
+}
+
 func (p *Pipeline) release(ctx context.Context, x *exchange, who auth.Principal) {
 	if !x.admitted {
 		return
 	}
-	if err := p.cfg.Limits.ReleaseSlot(ctx, who.LimitsID(), x.requestID, p.cfg.Now(), p.cfg.LimitRules, x.stale...); err != nil {
+	if err := p.cfg.Limits.ReleaseSlots(ctx, who.LimitsID(), []string{x.requestID}, p.cfg.Now(), p.cfg.LimitRules, x.stale...); err != nil {
 		p.cfg.Logger.Warn("slot release failed; its lease will free it", "request_id", x.requestID, "error", err.Error())
 	}
 }

@@ -58,6 +58,8 @@ type Call struct {
 	// slot waits for the in-flight slot taken after an Idempotency-Key
 	// claim (nil: the slot came with admission).
 	slot func() *envelope.Error
+	// afterResponse leaves work for after the call's response (exchange).
+	afterResponse func(func(context.Context))
 }
 
 // Handler serves one endpoint after the pipeline has admitted the call.

@@ -47,9 +47,11 @@ type Limits interface {
 	// TakeSlot gives an admitted request its in-flight slot later (after
 	// its Idempotency-Key was claimed), or refuses it.
 	TakeSlot(ctx context.Context, id, requestID string, now time.Time, rules LimitRules) (Admission, error)
-	// ReleaseSlot frees the in-flight slot requestID holds, and removes
-	// the stale entries its admission reported (Admission.Stale).
-	ReleaseSlot(ctx context.Context, id, requestID string, now time.Time, rules LimitRules, stale ...string) error
+	// ReleaseSlots frees the in-flight slots the requests hold, in one
+	// write (a batch's items are released together), and removes the stale
+	// entries their admissions reported (Admission.Stale). Freeing a slot
+	// that is not held is fine.
+	ReleaseSlots(ctx context.Context, id string, requestIDs []string, now time.Time, rules LimitRules, stale ...string) error
 }
 
 // Gate authenticates a key and admits its request in one step: the
@@ -244,9 +246,14 @@ func (m *MemoryLimits) TakeSlot(_ context.Context, id, requestID string, now tim
 	return m.change(id, now, rules, func(st *LimitState) Admission { return st.Take(requestID, now, rules) }), nil
 }
 
-// ReleaseSlot implements Limits.
-func (m *MemoryLimits) ReleaseSlot(_ context.Context, id, requestID string, now time.Time, rules LimitRules, _ ...string) error {
-	m.change(id, now, rules, func(st *LimitState) Admission { st.Release(requestID); return Admission{} })
+// ReleaseSlots implements Limits.
+func (m *MemoryLimits) ReleaseSlots(_ context.Context, id string, requestIDs []string, now time.Time, rules LimitRules, _ ...string) error {
+	m.change(id, now, rules, func(st *LimitState) Admission {
+		for _, rid := range requestIDs {
+			st.Release(rid)
+		}
+		return Admission{}
+	})
 	return nil
 }
 

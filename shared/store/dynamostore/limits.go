@@ -263,18 +263,31 @@ func limitState(item map[string]types.AttributeValue, now time.Time, rules store
 	return st, stale
 }
 
-// ReleaseSlot removes the request's slot and the stale entries named, in
-// one write; releasing a slot that is not there is fine.
-func (s *Store) ReleaseSlot(ctx context.Context, id, requestID string, now time.Time, rules store.LimitRules, stale ...string) error {
-	names := map[string]string{"#s": slotAttr(requestID)}
-	remove := []string{"#s"}
-	for i, n := range stale {
-		if n == names["#s"] || !(strings.HasPrefix(n, attrSecond) || strings.HasPrefix(n, attrSlot)) {
-			continue
+// ReleaseSlots removes the requests' slots and the stale entries named,
+// in one write; releasing a slot that is not there is fine.
+func (s *Store) ReleaseSlots(ctx context.Context, id string, requestIDs []string, now time.Time, rules store.LimitRules, stale ...string) error {
+	if len(requestIDs) == 0 {
+		return nil
+	}
+	names := map[string]string{}
+	var remove []string
+	seen := map[string]bool{}
+	add := func(attr string) {
+		if seen[attr] {
+			return
 		}
-		p := "#x" + strconv.Itoa(i)
-		names[p] = n
+		seen[attr] = true
+		p := "#x" + strconv.Itoa(len(remove))
+		names[p] = attr
 		remove = append(remove, p)
+	}
+	for _, rid := range requestIDs {
+		add(slotAttr(rid))
+	}
+	for _, n := range stale {
+		if strings.HasPrefix(n, attrSecond) || strings.HasPrefix(n, attrSlot) {
+			add(n)
+		}
 	}
 	err := s.retryThrottled(ctx, &dynamodb.UpdateItemInput{
 		TableName:                s.table,
@@ -287,7 +300,7 @@ func (s *Store) ReleaseSlot(ctx context.Context, id, requestID string, now time.
 		return nil // no record: nothing to free
 	}
 	if err != nil {
-		return fmt.Errorf("dynamostore: release slot: %w", err)
+		return fmt.Errorf("dynamostore: release slots: %w", err)
 	}
 	return nil
 }

@@ -66,7 +66,7 @@ func testAuditor(t *testing.T, s store.Store) {
 			t.Fatalf("%+v %v", adm, err)
 		}
 	}
-	if err := l.ReleaseSlot(ctx, id, "req_a", now, rules); err != nil {
+	if err := l.ReleaseSlots(ctx, id, []string{"req_a"}, now, rules); err != nil {
 		t.Fatal(err)
 	}
 	slots, err := au.HeldSlots(ctx, id)

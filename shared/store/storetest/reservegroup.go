@@ -220,10 +220,9 @@ func testEnterMany(t *testing.T, s store.Store) {
 			t.Errorf("request %d: %+v, want %+v", i, as[i], want)
 		}
 	}
-	for _, rid := range first[:3] {
-		if err := lim.ReleaseSlot(ctx, k.Hash, rid, now, rules); err != nil {
-			t.Fatal(err)
-		}
+	// A batch frees its items' slots together; the refused one held none.
+	if err := lim.ReleaseSlots(ctx, k.Hash, first, now, rules, as[0].Stale...); err != nil {
+		t.Fatal(err)
 	}
 	// Three in the window: two more fit, the third is over the rate.
 	_, as, err = g.EnterMany(ctx, k.Hash, []string{unique("req_"), unique("req_"), unique("req_")}, now.Add(time.Second), rules, true)
@@ -246,5 +245,57 @@ func testEnterMany(t *testing.T, s store.Store) {
 	}
 	if _, _, err := g.EnterMany(ctx, k.Hash, []string{unique("req_")}, now, rules, true); !errors.Is(err, store.ErrKeyInactive) {
 		t.Errorf("revoked key: %v", err)
+	}
+}
+
+// Batches of one key entering and freeing their items' slots together,
+// many at once: never more than the key's in-flight slots are held, and
+// once every batch has released, every slot is free again.
+func testConcurrentGroupRelease(t *testing.T, s store.Store) {
+	g := s.(store.GroupGate)
+	lim := s.(store.Limits)
+	rules := store.DefaultLimits
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	a := newAccount(t, s, 10)
+	k := newKey(t, s, a.ID, nil)
+	var inFlight, peak, admitted atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := 0; round < 8; round++ {
+				ids := []string{unique("req_"), unique("req_"), unique("req_"), unique("req_"), unique("req_")}
+				_, as, err := g.EnterMany(ctx, k.Hash, ids, now, rules, true)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var held []string
+				for i, adm := range as {
+					if adm.Admitted {
+						held = append(held, ids[i])
+					}
+				}
+				n := inFlight.Add(int64(len(held)))
+				admitted.Add(int64(len(held)))
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				time.Sleep(time.Millisecond)
+				// Counted out before the release lands: the count here
+				// never exceeds what the store holds.
+				inFlight.Add(-int64(len(held)))
+				if err := lim.ReleaseSlots(ctx, k.Hash, held, now, rules, as[0].Stale...); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if peak.Load() > int64(rules.Concurrency) || admitted.Load() == 0 {
+		t.Fatalf("peak %d in flight (admitted %d), at most %d", peak.Load(), admitted.Load(), rules.Concurrency)
+	}
+	if adm, err := lim.TakeSlot(ctx, k.Hash, unique("req_"), now, rules); err != nil || !adm.Admitted || adm.SlotsFree != rules.Concurrency-1 {
+		t.Errorf("after every batch released: %+v %v", adm, err)
 	}
 }

@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore Factory) {
 		"ReserveRefusals":               testReserveRefusals,
 		"ReserveMany":                   testReserveMany,
 		"EnterMany":                     testEnterMany,
+		"ConcurrentGroupRelease":        testConcurrentGroupRelease,
 		"ConcurrentReserveGroups":       testConcurrentReserveGroups,
 		"Refund":                        testRefund,
 		"Ledger":                        testLedger,
@@ -1301,7 +1302,7 @@ func testRateWindow(t *testing.T, s store.Store) {
 			if a.RateRemaining != rules.Rate-admitted || !a.RateReset.Equal(t0.Add(61*time.Second)) || a.RateLimit != 600 {
 				t.Fatalf("request %d: remaining %d reset %v", i, a.RateRemaining, a.RateReset)
 			}
-			if err := l.ReleaseSlot(ctx, key, rid, now, rules); err != nil {
+			if err := l.ReleaseSlots(ctx, key, []string{rid}, now, rules); err != nil {
 				t.Fatal(err)
 			}
 			continue
@@ -1373,7 +1374,7 @@ func testConcurrencySlots(t *testing.T, s store.Store) {
 		t.Fatalf("%d admitted, %d refused; want 25 in flight at most", admitted.Load(), refused.Load())
 	}
 	first := <-ids
-	if err := l.ReleaseSlot(ctx, key, first, now, rules); err != nil {
+	if err := l.ReleaseSlots(ctx, key, []string{first}, now, rules); err != nil {
 		t.Fatal(err)
 	}
 	a, _ := l.Admit(ctx, key, unique("req_"), now, rules, true)
@@ -1387,18 +1388,37 @@ func testConcurrencySlots(t *testing.T, s store.Store) {
 	if a, _ := l.Admit(ctx, key, unique("req_"), now.Add(rules.Lease), rules, true); !a.Admitted || a.SlotsFree != 24 {
 		t.Errorf("after the lease: %+v", a)
 	}
-	if err := l.ReleaseSlot(ctx, key, "req_unknown", now, rules); err != nil {
+	if err := l.ReleaseSlots(ctx, key, []string{"req_unknown"}, now, rules); err != nil {
 		t.Errorf("releasing nothing is fine: %v", err)
 	}
 	// A slot taken later (after an Idempotency-Key claim) obeys the same cap.
 	key = unique("key_")
+	var held []string
 	for i := 0; i < rules.Concurrency; i++ {
-		if a, _ := l.TakeSlot(ctx, key, unique("req_"), now, rules); !a.Admitted {
+		rid := unique("req_")
+		if a, _ := l.TakeSlot(ctx, key, rid, now, rules); !a.Admitted {
 			t.Fatalf("slot %d refused", i)
 		}
+		held = append(held, rid)
 	}
 	if a, _ := l.TakeSlot(ctx, key, unique("req_"), now, rules); a.Admitted || a.Refused != "concurrency" || a.RetryAfter != time.Second {
 		t.Errorf("a 26th slot: %+v", a)
+	}
+	// A batch's items free their slots in one write: exactly those come
+	// back; an id holding no slot, or named twice, frees nothing more.
+	if err := l.ReleaseSlots(ctx, key, []string{held[3], "req_unknown", held[7], held[3], held[11]}, now, rules); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if a, _ := l.TakeSlot(ctx, key, unique("req_"), now, rules); !a.Admitted || a.SlotsFree != 2-i {
+			t.Fatalf("freed slot %d: %+v", i, a)
+		}
+	}
+	if a, _ := l.TakeSlot(ctx, key, unique("req_"), now, rules); a.Admitted {
+		t.Errorf("three freed, a fourth taken: %+v", a)
+	}
+	if err := l.ReleaseSlots(ctx, key, nil, now, rules); err != nil {
+		t.Errorf("releasing no slot: %v", err)
 	}
 	if a, _ := l.Admit(ctx, key, unique("req_"), now, rules, false); !a.Admitted {
 		t.Error("full slots do not refuse a request that takes none")
@@ -1489,7 +1509,7 @@ func testConcurrentGate(t *testing.T, s store.Store) {
 		t.Fatalf("%d admitted, %d refused; want %d in flight at most", admitted.Load(), refused.Load(), rules.Concurrency)
 	}
 	for e := range in {
-		if err := l.ReleaseSlot(ctx, k.Hash, e.rid, now, rules, e.adm.Stale...); err != nil {
+		if err := l.ReleaseSlots(ctx, k.Hash, []string{e.rid}, now, rules, e.adm.Stale...); err != nil {
 			t.Fatal(err)
 		}
 	}
