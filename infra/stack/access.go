@@ -85,7 +85,9 @@ var (
 			"the batch's marks take it back); refund and settle reconciliations " +
 			"(Refund: BatchGetItem, GetItem, TransactWriteItems of Update and Put; Settle: UpdateItem); the " +
 			"scheduled run applies the outbox in place (OutboxBatch: Query; DeleteOutbox: BatchGetItem, " +
-			"BatchWriteItem) and sweeps expired reservations (ExpiredReservations: Query on the leases index)",
+			"BatchWriteItem) and sweeps expired reservations (ExpiredReservations: BatchGetItem of the shards' marks, Query on " +
+			"the leases index from each mark, BatchGetItem of the entries' reservations, PutItem of a mark moved, UpdateItem of " +
+			"a reservation relisted)",
 		Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
 			"dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:BatchWriteItem"},
 		Index: []string{"dynamodb:Query"},

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -37,7 +34,7 @@ func (s *Store) Reserve(ctx context.Context, c store.Charge) (store.Reservation,
 //	account        SET balance = :expected - :total  if balance = :expected AND balance_version = :version
 //	per charge     debit entry             if attribute_not_exists(pk)
 //	               reservation req#<id>    if attribute_not_exists(pk) (or expired)
-//	                                       with lease_pk and lease_sk: in LeaseIndex until settled or refunded
+//	                                       with lease_pk and lease_sk: in LeaseIndex (sweep.go)
 //
 // It starts from one strongly consistent read of the account and the keys,
 // and decides the charges in order against the balance and budgets left by
@@ -232,15 +229,17 @@ func (s *Store) groupItems(pk string, g groupDecision, out []store.Reserved, a *
 }
 
 // Settle marks a reservation settled: its call succeeded and keeps the
-// charge; it leaves LeaseIndex. Settling twice is fine; a refunded
-// reservation is ErrRefunded.
+// charge. Its LeaseIndex entry stays (KEYS_ONLY: a write that changes no
+// index key writes nothing there), and the sweep reads past it from its
+// shard's mark (sweep.go). Settling twice is fine; a refunded reservation
+// is ErrRefunded.
 func (s *Store) Settle(ctx context.Context, accountID, requestID string) error {
 	now := s.now()
 	in := &dynamodb.UpdateItemInput{
 		TableName:                s.table,
 		Key:                      itemKey(accountPK(accountID), pfxReq+requestID),
 		ConditionExpression:      aws.String("#status = :reserved"),
-		UpdateExpression:         aws.String("SET #status = :settled, expires_at = :exp REMOVE lease_pk, lease_sk"),
+		UpdateExpression:         aws.String("SET #status = :settled, expires_at = :exp"),
 		ExpressionAttributeNames: statusName,
 		ExpressionAttributeValues: vals{":reserved": str(resReserved), ":settled": str(resSettled),
 			":exp": num(now.Add(ReservationRetention).Unix())},
@@ -365,86 +364,4 @@ func (s *Store) Refund(ctx context.Context, accountID, requestID string) (int64,
 			return 0, err
 		}
 	}
-}
-
-// leaseKeys are a reservation's keys in LeaseIndex: its lease ends
-// store.ReservationLease after now, rounded up to the second (lease_sk
-// holds seconds; a lease a fraction of a second longer is harmless, one
-// ending before it was due is not).
-func leaseKeys(now time.Time, accountID, requestID string) (pk, sk string) {
-	until := now.Add(store.ReservationLease)
-	secs := until.Unix()
-	if until.After(time.Unix(secs, 0)) {
-		secs++
-	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(requestID))
-	return fmt.Sprintf("lease#%d", h.Sum32()%LeaseShards), leaseSeconds(secs) + "#" + accountID + "#" + requestID
-}
-
-func leaseSeconds(secs int64) string { return fmt.Sprintf("%012d", secs) }
-
-// ExpiredReservations queries each shard of LeaseIndex for leases that
-// ended at or before now (lease_sk below the next second), oldest first,
-// and merges the shards. The index is read eventually consistently: it may
-// still list a reservation that was just settled or refunded, or miss one
-// reserved a moment ago. That is safe: Refund is conditional on the status
-// "reserved" (read consistently), so a stale entry refunds nothing twice
-// and a settled one stays settled (ErrSettled); a missed one is found by
-// the next sweep.
-func (s *Store) ExpiredReservations(ctx context.Context, now time.Time, limit int) ([]store.ReservationRef, error) {
-	if limit <= 0 {
-		return nil, store.ErrInvalid
-	}
-	type lease struct {
-		sk  string
-		ref store.ReservationRef
-	}
-	var found []lease
-	before := leaseSeconds(now.Unix() + 1)
-	for shard := 0; shard < LeaseShards; shard++ {
-		p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
-			TableName:              s.table,
-			IndexName:              aws.String(LeaseIndex),
-			KeyConditionExpression: aws.String("lease_pk = :pk AND lease_sk < :before"),
-			ExpressionAttributeValues: vals{
-				":pk": str(fmt.Sprintf("lease#%d", shard)), ":before": str(before),
-			},
-			Limit: aws.Int32(int32(min(limit, 1000))),
-		})
-		// The oldest limit of each shard hold the oldest limit of all.
-		for n := 0; n < limit && p.HasMorePages(); {
-			page, err := p.NextPage(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("dynamostore: query %s: %w", LeaseIndex, err)
-			}
-			for _, item := range page.Items {
-				l, err := decode[struct {
-					PK      string `dynamodbav:"pk"`
-					SK      string `dynamodbav:"sk"`
-					LeaseSK string `dynamodbav:"lease_sk"`
-				}](item)
-				if err != nil {
-					return nil, err
-				}
-				secs, err := strconv.ParseInt(strings.SplitN(l.LeaseSK, "#", 2)[0], 10, 64)
-				if err != nil || !strings.HasPrefix(l.PK, pfxAccount) || !strings.HasPrefix(l.SK, pfxReq) {
-					return nil, fmt.Errorf("dynamostore: bad %s entry %s %s %q", LeaseIndex, l.PK, l.SK, l.LeaseSK)
-				}
-				found = append(found, lease{sk: l.LeaseSK, ref: store.ReservationRef{
-					AccountID: strings.TrimPrefix(l.PK, pfxAccount), RequestID: strings.TrimPrefix(l.SK, pfxReq),
-					LeaseUntil: time.Unix(secs, 0).UTC(),
-				}})
-				if n++; n == limit {
-					break
-				}
-			}
-		}
-	}
-	sort.Slice(found, func(i, j int) bool { return found[i].sk < found[j].sk })
-	refs := make([]store.ReservationRef, 0, min(limit, len(found)))
-	for i := 0; i < len(found) && i < limit; i++ {
-		refs = append(refs, found[i].ref)
-	}
-	return refs, nil
 }

@@ -52,8 +52,9 @@
 // Settled and refunded reservations expire after ReservationRetention (TTL
 // on expires_at); a reservation still "reserved" never expires, so
 // reconciliation can find it: it carries the keys of the sparse index
-// LeaseIndex (table.go) until Settle or Refund removes them, and
-// ExpiredReservations queries that index.
+// LeaseIndex (table.go), which a refund removes and TTL deletes with the
+// item, and ExpiredReservations reads that index from a mark per shard
+// (sweep.go).
 package dynamostore
 
 import (
@@ -288,31 +289,42 @@ func get[T any](ctx context.Context, s *Store, pk, sk string) (*T, error) {
 // getMany reads items with one strongly consistent BatchGetItem (retrying
 // unprocessed keys). Found items are returned by pk+"\x00"+sk.
 func (s *Store) getMany(ctx context.Context, keys ...[2]string) (map[string]map[string]types.AttributeValue, error) {
-	req := make([]map[string]types.AttributeValue, len(keys))
-	for i, k := range keys {
-		req[i] = itemKey(k[0], k[1])
-	}
+	return s.batchGet(ctx, true, keys...)
+}
+
+// batchGet reads items by key, up to a hundred a request (BatchGetItem's
+// most), retrying what DynamoDB leaves unprocessed; eventually consistent
+// unless consistent.
+func (s *Store) batchGet(ctx context.Context, consistent bool, keys ...[2]string) (map[string]map[string]types.AttributeValue, error) {
 	found := map[string]map[string]types.AttributeValue{}
-	for attempt := 0; len(req) > 0; attempt++ {
-		if attempt > 0 {
-			if err := backoff(ctx, attempt); err != nil {
-				return nil, err
+	for len(keys) > 0 {
+		part := keys[:min(len(keys), 100)]
+		keys = keys[len(part):]
+		req := make([]map[string]types.AttributeValue, len(part))
+		for i, k := range part {
+			req[i] = itemKey(k[0], k[1])
+		}
+		for attempt := 0; len(req) > 0; attempt++ {
+			if attempt > 0 {
+				if err := backoff(ctx, attempt); err != nil {
+					return nil, err
+				}
 			}
-		}
-		out, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
-			*s.table: {Keys: req, ConsistentRead: aws.Bool(true)},
-		}})
-		if err != nil {
-			return nil, fmt.Errorf("dynamostore: batch get: %w", err)
-		}
-		for _, item := range out.Responses[*s.table] {
-			pk, _ := item[AttrPK].(*types.AttributeValueMemberS)
-			sk, _ := item[AttrSK].(*types.AttributeValueMemberS)
-			if pk != nil && sk != nil {
-				found[pk.Value+"\x00"+sk.Value] = item
+			out, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+				*s.table: {Keys: req, ConsistentRead: aws.Bool(consistent)},
+			}})
+			if err != nil {
+				return nil, fmt.Errorf("dynamostore: batch get: %w", err)
 			}
+			for _, item := range out.Responses[*s.table] {
+				pk, _ := item[AttrPK].(*types.AttributeValueMemberS)
+				sk, _ := item[AttrSK].(*types.AttributeValueMemberS)
+				if pk != nil && sk != nil {
+					found[pk.Value+"\x00"+sk.Value] = item
+				}
+			}
+			req = out.UnprocessedKeys[*s.table].Keys
 		}
-		req = out.UnprocessedKeys[*s.table].Keys
 	}
 	return found, nil
 }
