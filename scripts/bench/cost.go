@@ -89,6 +89,8 @@ type CostInput struct {
 	WorkerMS   float64 // worker time for all of those messages (median)
 	WorkerRRU  float64
 	WorkerWRU  float64
+	SweepRRU   float64 // the reconciliation sweep reading the invocation's reservations
+	SweepWRU   float64
 	LogBytes   float64 // request log lines per invocation
 	SendsOfTen bool    // count SQS sends as full batches of ten (the assumption)
 }
@@ -129,6 +131,9 @@ func Cost(in CostInput) (lines []CostLine, total, logs float64) {
 		LambdaArmPerGBSecond*1e6, fmtFloat(workerBilled)+" ms per batch of ten × 256 MB")
 	add("DynamoDB reads (worker)", per*in.WorkerRRU, "RRU", DynamoDBPerMillionRRU, "")
 	add("DynamoDB writes (worker)", per*in.WorkerWRU, "WRU", DynamoDBPerMillionWRU, "")
+	add("DynamoDB reads (reconciliation sweep)", per*in.SweepRRU, "RRU", DynamoDBPerMillionRRU,
+		"each reservation read once, by the sweep that moves its shard's mark past it")
+	add("DynamoDB writes (reconciliation sweep)", per*in.SweepWRU, "WRU", DynamoDBPerMillionWRU, "")
 	logs = per * in.LogBytes / (1 << 30) * CloudWatchLogsPerGB * 1e6
 	return lines, total, logs
 }

@@ -62,6 +62,10 @@ type RoundTrip struct {
 	WorkerWRU        float64  `json:"worker_wru"`
 	WorkerMS         float64  `json:"worker_ms"`
 	WorkerP50MS      float64  `json:"worker_p50_ms"`
+	SweepRRU         float64  `json:"sweep_rru"`
+	SweepWRU         float64  `json:"sweep_wru"`
+	SweepFixedRRU    float64  `json:"sweep_fixed_rru"`
+	SweepFixedWRU    float64  `json:"sweep_fixed_wru"`
 	LogBytes         float64  `json:"log_bytes"`
 	HandlerMS        float64  `json:"handler_ms"`
 	HandlerP50MS     float64  `json:"handler_p50_ms"`
@@ -250,13 +254,13 @@ func (m *md) command(cmd string) {
 var stepRole = map[string]string{
 	"GetItem(keyhash)":          "authentication of a request that is not admitted itself (a batch wrapper): the key-hash record",
 	"GetItem(key)":              "… and the key it names",
-	"UpdateItem(keyhash)":       "authentication and per-key limits in one write (the key's hash record, conditioned on an active key; one for all of a batch's items), or a slot's release after the response",
+	"UpdateItem(keyhash)":       "authentication and per-key limits in one write (the key's hash record, conditioned on an active key; one for all of a batch's items), or the release of a slot after the response (one for all of a batch's items, once the batch has answered)",
 	"GetItem(cache)":            "response cache lookup",
 	"PutItem(cache)":            "response cache write of the fresh data",
 	"PutItem(idem)":             "Idempotency-Key claim (conditional put)",
 	"UpdateItem(idem)":          "Idempotency-Key: keep the outcome for replay",
 	"DeleteItem(idem)":          "Idempotency-Key: freed (a retryable outcome)",
-	"UpdateItem(reservation)":   "settle the reservation (which also drops its LeaseIndex entry)",
+	"UpdateItem(reservation)":   "settle the reservation (its LeaseIndex entry stays: the sweep's mark passes it later)",
 	"BatchGetItem(account+key)": "reserve: read the account and the key (once for a group of reserves)",
 	"TransactWriteItems(key+account+ledger+reservation)": "reserve: the debit transaction, the reservation entering LeaseIndex (one for a group: a batch's items, or one account's reserves that arrived together)",
 	"BatchGetItem(reservation+account)":                  "refund: read reservation and account",
@@ -603,23 +607,21 @@ func writeWhy(m *md, pipelines []pipelineRun, httpRes HTTPResult, bare map[strin
 // lower it (section 4 has the figures).
 var costWhy = map[string]string{
 	uncachedKind: "The fixed part (API Gateway, the Lambda request, the SQS send of a batch of one) is $1.60 before any store write. " +
-		"The request path writes 14 WRU: the reserve transaction is 9 (four items at twice a plain write's units, and the reservation's " +
-		"LeaseIndex entry), the settle 2 (the reservation, and its LeaseIndex entry removed), and the admission, the cache entry and the " +
-		"slot's release one each; the worker adds 1.2. Not writing an uncapped key (2 WRU) would leave its credits_used behind its charges, " +
-		"so a limit set later could be exceeded by charges still uncounted (spec 5.7 makes the cap atomic). Folding the reservation into the " +
-		"debit entry (2 WRU) needs one item found both by request id and in the ledger's time order, which takes an index write back. " +
-		"Settling without touching LeaseIndex (1 WRU) needs a sweep that reads past settled entries from a watermark. Together they would " +
-		"still leave about 9 WRU, near $8.50: $6 needs a wallet whose debit and ledger entry are one single-item write.",
+		"The request path writes 13 WRU: the reserve transaction is 9 (four items at twice a plain write's units, and the reservation's " +
+		"LeaseIndex entry), and the admission, the settle, the cache entry and the slot's release one each; the worker adds 1.2 and the " +
+		"reconciliation sweep reads the reservation once (0.5 RRU). Not writing an uncapped key (2 WRU) would leave its credits_used behind " +
+		"its charges, so a limit set later could be exceeded by charges still uncounted (spec 5.7 makes the cap atomic). Folding the " +
+		"reservation into the debit entry (2 WRU) needs one item found both by request id and in the ledger's time order, which takes an " +
+		"index write back. Both would still leave about 9 WRU, near $8.50: $6 needs a wallet whose debit and ledger entry are one " +
+		"single-item write.",
 	cacheHitKind: "Each hit is admitted and its slot released (two writes of the key's record, $1.25), its usage event is sent on its " +
 		"own ($0.40) and counted by the worker (its count-once mark and its share of the batch's counters, 1.2 WRU, $0.75); with API " +
 		"Gateway and the Lambda request ($1.20) that is $3.60. A hit that held no slot needs the cache's answer before admission, which " +
 		"puts a round trip ahead of every uncached call (the paid call would take 4, over its target of 3); usage events sent in tens " +
 		"would have to wait across invocations in a Lambda instance that may be frozen or recycled, losing them.",
-	batchKind: "The items enter (authentication and admission) with one write and are reserved with one transaction (the account, the " +
-		"key and each item's debit entry, reservation and LeaseIndex entry); each item is still settled (its reservation and LeaseIndex " +
-		"entry), cached and its slot released on its own, and its usage event counted once by the worker. The LeaseIndex writes " +
-		"(2 WRU per item, $1.25) were not counted before this run; releasing the items' slots with one write would take about " +
-		"0.95 WRU ($0.59) per item off, and settling without touching LeaseIndex another 1 WRU.",
+	batchKind: "The items enter (authentication and admission) with one write, are reserved with one transaction (the account, the " +
+		"key and each item's debit entry, reservation and LeaseIndex entry) and free their slots with one write once the batch has " +
+		"answered; each item is still settled and cached on its own (1 WRU each), and its usage event counted once by the worker.",
 }
 
 func pluralCalls(n int) string {
@@ -717,7 +719,9 @@ func writeRoundTrips(m *md, trips []RoundTrip, cmds map[string]string) {
 		"read or wrote (updated items are read back after the request, uncounted): a read per 4 KB (half for eventually consistent reads, " +
 		"a missing item still one unit), a write per 1 KB, a transaction twice that per item, " +
 		"and one more unit for each LeaseIndex entry a write adds or removes (a reservation's; KEYS_ONLY, so under 1 KB; counted once even " +
-		"in a transaction, for which AWS documents no rule). A single-item write refused by its condition " +
+		"in a transaction, for which AWS documents no rule; a settle changes no index key and writes nothing there). **Sweep RRU** is the " +
+		"reconciliation sweep's share per request: it reads each reservation once (eventually consistent), when it moves its shard's mark " +
+		"past it, measured by running the sweep after each kind's requests. A single-item write refused by its condition " +
 		"is charged by DynamoDB and is priced here at the minimum; a cancelled transaction is priced the same way per item (an assumption, " +
 		"an upper bound: it only matters for the batch). DynamoDB Local's own `ConsumedCapacity` is shown beside them but not used: the emulator reports the same 4 units " +
 		"for a transaction of one small item as of four, and nothing for refused writes. Averages per request over the runs; durations are " +
@@ -728,11 +732,12 @@ func writeRoundTrips(m *md, trips []RoundTrip, cmds map[string]string) {
 		rows = append(rows, []string{kindLabel(r.Kind), strconv.Itoa(r.Status), fmtFloat(r.CritSteps), fmtFloat(r.CritCalls),
 			fmtFloat(r.HandlerSteps), fmtFloat(r.HandlerCalls), fmtFloat(r.FailedConditions), fmtFloat(r.RRU), fmtFloat(r.WRU),
 			fmtFloat(r.LocalRCU) + " / " + fmtFloat(r.LocalWCU),
-			fmtFloat(r.Events), fmtFloat(r.WorkerCalls) + " / " + fmtFloat(r.WorkerWRU), fmtFloat(r.CritMS) + " / " + fmtFloat(r.HandlerMS) + " / " + fmtFloat(r.HandlerP50MS),
+			fmtFloat(r.Events), fmtFloat(r.WorkerCalls) + " / " + fmtFloat(r.WorkerWRU), fmtFloat(r.SweepRRU),
+			fmtFloat(r.CritMS) + " / " + fmtFloat(r.HandlerMS) + " / " + fmtFloat(r.HandlerP50MS),
 			strconv.Itoa(r.Requests)})
 	}
 	m.table([]string{"Request", "Status", "Sequential before first byte", "Calls before first byte", "Sequential in handler", "Calls in handler",
-		"Refused conditions", "RRU", "WRU", "DynamoDB Local's RCU / WCU", "Usage events", "Worker calls / WRU",
+		"Refused conditions", "RRU", "WRU", "DynamoDB Local's RCU / WCU", "Usage events", "Worker calls / WRU", "Sweep RRU",
 		"ms: first byte / handler (means) / handler (median)", "Runs"}, rows)
 	m.p("The calls, in order (request units by AWS's rules: `R` read, `W` write; `×N` repeats in a row):")
 	m.p("")
@@ -816,7 +821,8 @@ func costInput(tripBy map[string]RoundTrip, kind string) (CostInput, bool) {
 		ms = r.HandlerP50MS
 	}
 	return CostInput{Function: fn, HandlerMS: ms, Calls: calls, RRU: r.RRU, WRU: r.WRU,
-		Events: r.Events, WorkerMS: r.WorkerP50MS, WorkerRRU: r.WorkerRRU, WorkerWRU: r.WorkerWRU, LogBytes: r.LogBytes}, true
+		Events: r.Events, WorkerMS: r.WorkerP50MS, WorkerRRU: r.WorkerRRU, WorkerWRU: r.WorkerWRU, LogBytes: r.LogBytes,
+		SweepRRU: r.SweepRRU, SweepWRU: r.SweepWRU}, true
 }
 
 func writeCost(m *md, tripBy map[string]RoundTrip) {
@@ -905,14 +911,22 @@ func writeCost(m *md, tripBy map[string]RoundTrip) {
 		}
 		m.p("DynamoDB dominates: a paid uncached success writes %s WRU on the request path (the reserve transaction writes four items (key, "+
 			"account, debit entry, reservation) at twice the unit cost of a plain write, and the reservation's LeaseIndex entry; then the "+
-			"admission, the settle (which also removes the LeaseIndex entry), the cache entry and the slot's release) and %s more in the "+
-			"worker, and reads %s RRU; DynamoDB is %.0f%% of its %s.",
-			fmtFloat(r.WRU), fmtFloat(r.WorkerWRU), fmtFloat(r.RRU), 100*ddb/t, fmtDollars(t))
+			"admission, the settle (which leaves the LeaseIndex entry for the sweep's mark to pass), the cache entry and the slot's release) "+
+			"and %s more in the worker, and reads %s RRU, and %s more in the reconciliation sweep; DynamoDB is %.0f%% of its %s.",
+			fmtFloat(r.WRU), fmtFloat(r.WorkerWRU), fmtFloat(r.RRU), fmtFloat(r.SweepRRU), 100*ddb/t, fmtDollars(t))
+		if r.SweepFixedRRU > 0 || r.SweepFixedWRU > 0 {
+			// One sweep a minute (infra/stack/sizing.go, SweepEvery), whatever the traffic.
+			perMonth := 30 * 24 * 60 * (r.SweepFixedRRU*DynamoDBPerMillionRRU + r.SweepFixedWRU*DynamoDBPerMillionWRU) / 1e6
+			m.p("")
+			m.p("Each sweep run also reads the shards' marks and queries each shard, and moves the marks it passes on: %s RRU and "+
+				"up to %s WRU a run, which at one run a minute is about %s a month whatever the traffic, so it is not a cost per call.",
+				fmtFloat(r.SweepFixedRRU), fmtFloat(r.SweepFixedWRU), fmtDollars(perMonth))
+		}
 		m.p("")
 	}
 	if len(cols) == 4 && totals[3] > totals[0] {
 		m.p("A batch item costs %.1f× a single paid call although it shares one API Gateway request and one invocation: each item is "+
-			"still admitted, reserved, settled and released on its own (section 3), and the batch function's 1,024 MB are billed for the whole batch.", totals[3]/totals[0])
+			"still settled and cached on its own (section 3), and the batch function's 1,024 MB are billed for the whole batch.", totals[3]/totals[0])
 	}
 	m.p("")
 	m.p("Each further 10 ms of duration (a real upstream's latency, real DynamoDB round trips slower than DynamoDB Local's, the after-invocation "+
