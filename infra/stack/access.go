@@ -46,7 +46,7 @@ var (
 	// usage emitter, which every API function runs after each invocation.
 	UseRequest = TableUse{
 		Name: "request",
-		Why: "Enter, Admit, TakeSlot, ReleaseSlot (UpdateItem of the key's hash record); KeyByHash/Key for requests not " +
+		Why: "Enter, Admit, TakeSlot, ReleaseSlots (UpdateItem of the key's hash record); KeyByHash/Key for requests not " +
 			"admitted themselves, and Enter's completion of a hash record written before it carried the key's status (GetItem); " +
 			"the usage emitter's outbox: PutOutbox (TransactWriteItems of Put), OutboxBatch (Query), " +
 			"DeleteOutbox (BatchGetItem, BatchWriteItem of deletes)",

@@ -27,8 +27,9 @@ const (
 )
 
 // The lease index: a sparse global secondary index over the reservations
-// still "reserved" (only they carry AttrLeasePK and AttrLeaseSK), so the
-// reconciliation sweep is a Query per shard, never a Scan.
+// not refunded (only they carry AttrLeasePK and AttrLeaseSK), so the
+// reconciliation sweep is a Query per shard from the shard's mark, never
+// a Scan (sweep.go).
 //
 //	lease_pk  "lease#<n>", n = FNV-1a of the request id mod LeaseShards
 //	          (spreads the writes: no hot partition)
