@@ -22,11 +22,17 @@ type testClock struct{ nanos atomic.Int64 }
 func (c *testClock) now() time.Time          { return time.Unix(0, c.nanos.Load()).UTC() }
 func (c *testClock) set(t time.Time)         { c.nanos.Store(t.UnixNano()) }
 func (c *testClock) advance(d time.Duration) { c.nanos.Add(int64(d)) }
-func withClock(s *Store, start time.Time) *testClock {
-	c := &testClock{}
-	c.set(start)
-	s.now = c.now
-	return c
+
+// sweepSetup opens a store on a clock of its own, set to a whole second,
+// with an account and an uncapped key.
+func sweepSetup(t *testing.T, credits int64) (*Store, *testClock, store.Account, store.Key) {
+	t.Helper()
+	s := newStore(t)
+	clock := &testClock{}
+	clock.set(time.Now().UTC().Truncate(time.Second))
+	s.now = clock.now
+	a := mustAccount(t, s, credits)
+	return s, clock, a, mustKey(t, s, a.ID, nil)
 }
 
 // shardEntries lists a shard's LeaseIndex entries, in order.
@@ -90,11 +96,8 @@ func checkMarks(t *testing.T, s *Store, exhaustive bool) (marked int) {
 // and reads on from there: nothing reserved later is ever skipped.
 func TestSweepReadsOnFromTheMark(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
-	t0 := time.Now().UTC().Truncate(time.Second)
-	clock := withClock(s, t0)
-	a := mustAccount(t, s, 1000)
-	k := mustKey(t, s, a.ID, nil)
+	s, clock, a, k := sweepSetup(t, 1000)
+	t0 := clock.now()
 	var open []string
 	for i := range 48 {
 		c := chargeFor(k, 1)
@@ -173,11 +176,8 @@ func TestSweepReadsOnFromTheMark(t *testing.T) {
 // the mark passes its old place, and it is listed again later.
 func TestSweepNeverStallsBehindAReservation(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
-	t0 := time.Now().UTC().Truncate(time.Second)
-	clock := withClock(s, t0)
-	a := mustAccount(t, s, 1000)
-	k := mustKey(t, s, a.ID, nil)
+	s, clock, a, k := sweepSetup(t, 1000)
+	t0 := clock.now()
 	stuck := chargeFor(k, 1)
 	if _, err := s.Reserve(ctx, stuck); err != nil {
 		t.Fatal(err)
@@ -231,11 +231,8 @@ func TestSweepNeverStallsBehindAReservation(t *testing.T) {
 // reserved for ever.
 func TestSweepConcurrentWithReserves(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
-	t0 := time.Now().UTC().Truncate(time.Second)
-	clock := withClock(s, t0)
-	a := mustAccount(t, s, 100000)
-	k := mustKey(t, s, a.ID, nil)
+	s, clock, a, k := sweepSetup(t, 100000)
+	t0 := clock.now()
 	const workers, phases, perPhase = 8, 4, 8
 	var mu sync.Mutex
 	var ids []string
