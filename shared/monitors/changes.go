@@ -321,25 +321,9 @@ func records(list []any, key string) ([]record, map[string]map[string]any) {
 func compareList(prev, next []any, key string) ListChanges {
 	pr, pm := records(prev, key)
 	nr, nm := records(next, key)
-	lc := ListChanges{Added: []string{}, Removed: []string{}, Changed: []ItemChange{}}
-	for _, r := range nr {
-		if _, ok := pm[r.key]; !ok {
-			if len(lc.Added) == MaxListChanges {
-				lc.Truncated = true
-				break
-			}
-			lc.Added = append(lc.Added, r.display)
-		}
-	}
-	for _, r := range pr {
-		if _, ok := nm[r.key]; !ok {
-			if len(lc.Removed) == MaxListChanges {
-				lc.Truncated = true
-				break
-			}
-			lc.Removed = append(lc.Removed, r.display)
-		}
-	}
+	lc := ListChanges{Changed: []ItemChange{}}
+	lc.Added = notIn(nr, pm, &lc.Truncated)
+	lc.Removed = notIn(pr, nm, &lc.Truncated)
 	for _, r := range nr {
 		before, ok := pm[r.key]
 		if !ok {
@@ -354,6 +338,23 @@ func compareList(prev, next []any, key string) ListChanges {
 		}
 	}
 	return lc
+}
+
+// notIn lists the displays of the records whose identity other lacks, at
+// most MaxListChanges (past them it sets truncated).
+func notIn(rs []record, other map[string]map[string]any, truncated *bool) []string {
+	out := []string{}
+	for _, r := range rs {
+		if _, ok := other[r.key]; ok {
+			continue
+		}
+		if len(out) == MaxListChanges {
+			*truncated = true
+			break
+		}
+		out = append(out, r.display)
+	}
+	return out
 }
 
 // changedMembers names the members of a and b whose values differ, sorted.

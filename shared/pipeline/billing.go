@@ -104,18 +104,9 @@ func (p *Pipeline) dispatch(x *exchange, c *Call) {
 		p.stream(x, c, h, cu, fu)
 		return
 	}
-	charge, remaining, ok := p.reserve(x, c)
+	charge, remaining, ok := p.reserveSlotted(x, c)
 	if !ok {
 		return
-	}
-	if c.slot != nil {
-		if refusal := c.slot(); refusal != nil {
-			if charge != nil {
-				p.refund(x, *charge, refusal)
-			}
-			x.fail(refusal)
-			return
-		}
 	}
 	data, herr := p.run(h, x, c)
 	if herr == nil {
@@ -174,6 +165,24 @@ func (p *Pipeline) reserve(x *exchange, c *Call) (charge *store.Charge, remainin
 		return nil, nil, false
 	}
 	return &ch, envelope.Amount(res.CreditsRemaining), true
+}
+
+// reserveSlotted is reserve, then the wait for the in-flight slot taken
+// beside it (after an Idempotency-Key claim): a refused slot refunds the
+// reserve and answers the refusal.
+func (p *Pipeline) reserveSlotted(x *exchange, c *Call) (charge *store.Charge, remaining *int64, ok bool) {
+	charge, remaining, ok = p.reserve(x, c)
+	if !ok || c.slot == nil {
+		return charge, remaining, ok
+	}
+	if refusal := c.slot(); refusal != nil {
+		if charge != nil {
+			p.refund(x, *charge, refusal)
+		}
+		x.fail(refusal)
+		return nil, nil, false
+	}
+	return charge, remaining, true
 }
 
 // settle records a billed call's success, after its response: the answer

@@ -102,16 +102,9 @@ func (p *Pipeline) acceptJob(x *exchange, c *Call) {
 			"Web jobs (async=1) are not available in this deployment; call without async.", map[string]any{"field": "async"}))
 		return
 	}
-	charge, remaining, ok := p.reserve(x, c)
+	charge, remaining, ok := p.reserveSlotted(x, c)
 	if !ok {
 		return
-	}
-	if c.slot != nil {
-		if refusal := c.slot(); refusal != nil {
-			p.refund(x, *charge, refusal)
-			x.fail(refusal)
-			return
-		}
 	}
 	now := p.cfg.Now().UTC()
 	e := c.Endpoint

@@ -46,6 +46,14 @@ func monitorSpec(accountID, keyID string, created time.Time) store.Monitor {
 	}
 }
 
+// accountWithMonitor opens an account with one monitor created at base.
+func accountWithMonitor(t *testing.T, s store.Store, base time.Time) (store.Monitors, store.Account, store.Monitor) {
+	t.Helper()
+	ms := monitorsOf(t, s)
+	a := newAccount(t, s, 0)
+	return ms, a, newMonitor(t, ms, a.ID, base)
+}
+
 func newMonitor(t *testing.T, ms store.Monitors, accountID string, created time.Time) store.Monitor {
 	t.Helper()
 	m, err := ms.CreateMonitor(ctx, monitorSpec(accountID, "key_"+unique("k"), created))
@@ -283,10 +291,8 @@ func testConcurrentMonitorCap(t *testing.T, s store.Store) {
 
 // Pause keeps reason and message; resume clears them and the failures.
 func testMonitorPauseResume(t *testing.T, s store.Store) {
-	ms := monitorsOf(t, s)
-	a := newAccount(t, s, 0)
 	base := wallClock()
-	m := newMonitor(t, ms, a.ID, base)
+	ms, a, m := accountWithMonitor(t, s, base)
 	// Two failed runs first, so there are failures to clear.
 	for i := 0; i < 2; i++ {
 		sched := base.Add(time.Duration(i+1) * time.Hour).Truncate(time.Second)
@@ -340,10 +346,8 @@ func testMonitorPauseResume(t *testing.T, s store.Store) {
 // is taken over once its lease ended (at or before now), with one more
 // attempt, and only the new claim completes it.
 func testClaimRun(t *testing.T, s store.Store) {
-	ms := monitorsOf(t, s)
-	a := newAccount(t, s, 0)
 	base := wallClock()
-	m := newMonitor(t, ms, a.ID, base)
+	ms, a, m := accountWithMonitor(t, s, base)
 	sched := base.Add(time.Hour).Truncate(time.Second)
 	started := sched.Add(150 * time.Millisecond)
 
@@ -467,10 +471,8 @@ func testClaimRun(t *testing.T, s store.Store) {
 // failing; a pause reason pauses it at once; a monitor paused by its user
 // keeps its reason.
 func testCompleteRunCounters(t *testing.T, s store.Store) {
-	ms := monitorsOf(t, s)
-	a := newAccount(t, s, 0)
 	base := wallClock()
-	m := newMonitor(t, ms, a.ID, base)
+	ms, a, m := accountWithMonitor(t, s, base)
 	n := 0
 	step := func(mon store.Monitor, status string, pauseAfter int, reason, message string) (store.Monitor, store.MonitorRun) {
 		t.Helper()
@@ -582,10 +584,8 @@ func testCompleteRunCounters(t *testing.T, s store.Store) {
 // A monitor deleted while its run ran: the run is still written, alone,
 // and CompleteRun says ErrNotFound.
 func testCompleteRunAfterDelete(t *testing.T, s store.Store) {
-	ms := monitorsOf(t, s)
-	a := newAccount(t, s, 0)
 	base := wallClock()
-	m := newMonitor(t, ms, a.ID, base)
+	ms, a, m := accountWithMonitor(t, s, base)
 	sched := base.Add(time.Hour).Truncate(time.Second)
 	r, _ := claimRun(t, ms, runSpec(m, sched, sched, "c1"), sched)
 	if err := ms.DeleteMonitor(ctx, a.ID, m.ID); err != nil {
@@ -762,10 +762,8 @@ func recordsDoc(n int) []byte {
 // Documents round-trip byte for byte up to MaxDocumentBytes, through Run,
 // Runs and a claim's answer; one byte more is ErrInvalid.
 func testRunDocuments(t *testing.T, s store.Store) {
-	ms := monitorsOf(t, s)
-	a := newAccount(t, s, 0)
 	base := wallClock().Truncate(time.Second)
-	m := newMonitor(t, ms, a.ID, base)
+	ms, a, m := accountWithMonitor(t, s, base)
 	random := make([]byte, store.MaxDocumentBytes)
 	_, _ = rand.Read(random)
 	cases := []struct {
@@ -1187,10 +1185,8 @@ func testConcurrentFinishJob(t *testing.T, s store.Store) {
 // Runs of one monitor completing at once: no completion's change of the
 // monitor is lost, and a pause by its user while they land stands.
 func testConcurrentCompleteRuns(t *testing.T, s store.Store) {
-	ms := monitorsOf(t, s)
-	a := newAccount(t, s, 0)
 	base := wallClock().Truncate(time.Second)
-	m := newMonitor(t, ms, a.ID, base)
+	ms, a, m := accountWithMonitor(t, s, base)
 	var runs []store.MonitorRun
 	for i := 0; i < 20; i++ {
 		sched := base.Add(time.Duration(i+1) * time.Hour)
