@@ -60,6 +60,12 @@ func (p *Pipeline) startLookup(x *exchange, e *registry.Endpoint, v params.Resul
 		return l
 	}
 	ctx, requestID := x.r.Context(), x.requestID
+	if p.cacheInProcess {
+		// A goroutine (and growing its stack) would cost more than the read.
+		p.lookupCache(ctx, requestID, &l.cu)
+		close(l.done)
+		return l
+	}
 	go func() {
 		defer close(l.done)
 		p.lookupCache(ctx, requestID, &l.cu)

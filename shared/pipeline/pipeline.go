@@ -157,6 +157,8 @@ type Pipeline struct {
 	routes  []registry.Route
 	openapi openAPIDocs
 	mcp     mcpSurface
+	// cacheInProcess: cache lookups are made in line (store.InProcess).
+	cacheInProcess bool
 }
 
 // New builds a pipeline; built-in handlers (the API and platform indexes)
@@ -203,7 +205,7 @@ func New(cfg Config) *Pipeline {
 		handlers[k] = h
 	}
 	cfg.Handlers = handlers
-	p := &Pipeline{cfg: cfg, routes: cfg.Registry.Routes()}
+	p := &Pipeline{cfg: cfg, routes: cfg.Registry.Routes(), cacheInProcess: store.IsInProcess(cfg.Cache)}
 	if g, ok := cfg.Store.(store.Gate); ok && cfg.Limits != nil && any(cfg.Limits) == any(cfg.Store) {
 		if _, storeKeys := cfg.Keys.(auth.StoreKeys); storeKeys {
 			p.gate = g

@@ -14,6 +14,10 @@ import (
 type Message struct {
 	ID   string
 	Body []byte
+	// Decoded is the value Body encodes, as its sender built it, or nil.
+	// A queue in the same process may apply it without decoding Body;
+	// every other queue carries Body alone.
+	Decoded any
 }
 
 // Queue sends messages. Send is all-or-some: a *SendError names the

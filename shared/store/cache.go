@@ -28,6 +28,17 @@ type Cache interface {
 	CachePut(ctx context.Context, key string, data []byte, now, expiresAt time.Time) error
 }
 
+// InProcess is implemented by a store whose reads are served in the
+// calling process (the embedded store): a lookup costs microseconds, so
+// the pipeline makes it in line rather than beside authentication.
+type InProcess interface{ InProcess() bool }
+
+// IsInProcess reports whether v says it is served in process.
+func IsInProcess(v any) bool {
+	ip, ok := v.(InProcess)
+	return ok && ip.InProcess()
+}
+
 // Memo keeps small values in a Cache under keys of their own (upstream's
 // Memory: a site's remembered text-to-id resolutions), so both stores keep
 // them, shared by every instance, with the cache's expiry.

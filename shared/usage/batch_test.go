@@ -197,17 +197,18 @@ func TestHandleSQSWithNoTimeLeft(t *testing.T) {
 	}
 }
 
-// The local queue applies what is buffered as one batch; when the batch's
-// store call fails, its messages are retried one by one.
+// The local queue applies what is buffered as one batch (up to 1000
+// messages); when the batch's store call fails, its messages are retried
+// one by one.
 func TestLocalQueueAppliesBufferedMessagesAsABatch(t *testing.T) {
 	for _, fail := range []int{0, 1} {
 		t.Run(fmt.Sprintf("failing calls %d", fail), func(t *testing.T) {
 			s := openStore(t)
 			counting := &countingOutcomes{Outcomes: s, fail: fail}
-			q := usage.NewLocalQueue(&usage.Worker{Store: s, Outcomes: counting}, 200, nil)
+			q := usage.NewLocalQueue(&usage.Worker{Store: s, Outcomes: counting}, 1500, nil)
 			var msgs []queue.Message
-			for i := 0; i < 150; i++ {
-				msgs = append(msgs, usageMsg(fmt.Sprintf("req_%03d", i), "acct_local", "/v1/x/y", 200, 1))
+			for i := 0; i < 1200; i++ {
+				msgs = append(msgs, usageMsg(fmt.Sprintf("req_%04d", i), "acct_local", "/v1/x/y", 200, 1))
 			}
 			if err := q.Send(context.Background(), msgs); err != nil {
 				t.Fatal(err)
@@ -219,17 +220,17 @@ func TestLocalQueueAppliesBufferedMessagesAsABatch(t *testing.T) {
 			var calls int64
 			for time.Now().Before(deadline) {
 				days, _ := s.AccountUsage(context.Background(), "acct_local", time.Now(), time.Now())
-				if calls, _, _ = totals(days); calls == 150 {
+				if calls, _, _ = totals(days); calls == 1200 {
 					break
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
 			sizes := counting.sizes()
-			want := "[100 50]"
+			want := "[1000 200]"
 			if fail == 1 { // the first batch again, one message at a time
-				want = fmt.Sprint(append(append([]int{100}, repeat(1, 100)...), 50))
+				want = fmt.Sprint(append(append([]int{1000}, repeat(1, 1000)...), 200))
 			}
-			if calls != 150 || fmt.Sprint(sizes) != want {
+			if calls != 1200 || fmt.Sprint(sizes) != want {
 				t.Errorf("%d calls counted; store calls %v, want %s", calls, sizes, want)
 			}
 		})
@@ -265,5 +266,30 @@ func TestDirectAppliesAFlushAsOneBatch(t *testing.T) {
 	days, _ := s.AccountUsage(context.Background(), "acct_direct", time.Now(), time.Now())
 	if calls, credits, _ := totals(days); calls != 5 || credits != 10 || fmt.Sprint(counting.sizes()) != "[5]" {
 		t.Errorf("%d calls, %d credits, store calls %v", calls, credits, counting.sizes())
+	}
+}
+
+// A message of this process is applied from its Decoded value, not its
+// Body; a Decoded value the worker cannot apply is poison, as its Body
+// would be.
+func TestHandleMessagesUsesTheDecodedBody(t *testing.T) {
+	s := openStore(t)
+	w := &usage.Worker{Store: s, Outcomes: s}
+	good := usageMsg("req_decoded", "acct_local", "/v1/x/y", 200, 3)
+	good.Body = []byte("not json") // only Decoded can be applied
+	bad := usageMsg("", "acct_local", "/v1/x/y", 200, 1)
+	bad.Body = good.Body
+	encoded := usageMsg("req_encoded", "acct_local", "/v1/x/y", 200, 2)
+	encoded.Decoded = nil // from elsewhere: decoded from Body
+	errs := w.HandleMessages(context.Background(), []queue.Message{good, bad, encoded})
+	if errs[0] != nil || !errors.Is(errs[1], usage.ErrPoison) || errs[2] != nil {
+		t.Fatalf("errors %v, want [nil poison nil]", errs)
+	}
+	days, err := s.AccountUsage(context.Background(), "acct_local", time.Now(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls, credits, _ := totals(days); calls != 2 || credits != 5 {
+		t.Errorf("counted %d calls, %d credits; want 2 and 5", calls, credits)
 	}
 }

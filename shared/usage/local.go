@@ -53,34 +53,47 @@ func (q *LocalQueue) Send(_ context.Context, msgs []queue.Message) error {
 // as dead letters).
 func (q *LocalQueue) Pending() int { return int(q.pending.Load()) }
 
-// localBatch bounds the messages Run applies together.
-const localBatch = 100
+// localBatch bounds the messages Run applies together, and localLinger
+// is how long it waits for more once one arrives: each batch is one
+// store write transaction with a commit of its own, so under load a
+// batch of hundreds costs little more than a batch of ten, and counts
+// appear at most localLinger later.
+const (
+	localBatch  = 1000
+	localLinger = 10 * time.Millisecond
+)
 
-// Run applies messages until ctx ends: each message received and whatever
-// else is already buffered (up to localBatch) are applied as one batch, so
-// their usage events are one store call; the messages the batch could not
-// apply are retried one by one, a few times each, with backoff.
+// Run applies messages until ctx ends: each message received and the
+// ones that arrive within localLinger after it (up to localBatch) are
+// applied as one batch, so their usage events are one store call; the
+// messages the batch could not apply are retried one by one, a few times
+// each, with backoff.
 func (q *LocalQueue) Run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case m := <-q.ch:
-			batch := q.drain(m)
+			batch := q.gather(ctx, m)
 			q.applyBatch(ctx, batch)
 			q.pending.Add(-int64(len(batch)))
 		}
 	}
 }
 
-// drain returns first and the messages buffered behind it, up to localBatch.
-func (q *LocalQueue) drain(first queue.Message) []queue.Message {
+// gather returns first and the messages that arrive within localLinger,
+// up to localBatch.
+func (q *LocalQueue) gather(ctx context.Context, first queue.Message) []queue.Message {
 	batch := []queue.Message{first}
+	linger := time.NewTimer(localLinger)
+	defer linger.Stop()
 	for len(batch) < localBatch {
 		select {
 		case m := <-q.ch:
 			batch = append(batch, m)
-		default:
+		case <-linger.C:
+			return batch
+		case <-ctx.Done():
 			return batch
 		}
 	}

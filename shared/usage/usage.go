@@ -94,14 +94,16 @@ type Body struct {
 // UsageMessage is the queue message of a usage event; its ID is stable, so
 // a re-sent event is recognised.
 func UsageMessage(e Event) queue.Message {
-	body, _ := json.Marshal(Body{Kind: KindUsage, Usage: &e})
-	return queue.Message{ID: "usage-" + e.RequestID, Body: body}
+	b := Body{Kind: KindUsage, Usage: &e}
+	body, _ := json.Marshal(b)
+	return queue.Message{ID: "usage-" + e.RequestID, Body: body, Decoded: b}
 }
 
 // ReconcileMessage is the queue message of a reconciliation.
 func ReconcileMessage(r Reconciliation) queue.Message {
-	body, _ := json.Marshal(Body{Kind: KindReconcile, Reconcile: &r})
-	return queue.Message{ID: r.Action + "-" + r.RequestID, Body: body}
+	b := Body{Kind: KindReconcile, Reconcile: &r}
+	body, _ := json.Marshal(b)
+	return queue.Message{ID: r.Action + "-" + r.RequestID, Body: body, Decoded: b}
 }
 
 // ErrPoison marks a message that can never be processed (it is not a
@@ -115,12 +117,17 @@ func Decode(raw []byte) (Body, error) {
 	if err := json.Unmarshal(raw, &b); err != nil {
 		return b, ErrPoison
 	}
+	return b, check(b)
+}
+
+// check is nil for a body the worker can apply, else ErrPoison.
+func check(b Body) error {
 	switch {
 	case b.Kind == KindUsage && b.Usage != nil && b.Usage.RequestID != "":
 	case b.Kind == KindReconcile && b.Reconcile != nil && b.Reconcile.RequestID != "" && b.Reconcile.AccountID != "" &&
 		(b.Reconcile.Action == Refund || b.Reconcile.Action == Settle):
 	default:
-		return b, ErrPoison
+		return ErrPoison
 	}
-	return b, nil
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/meridian-data/meridian/shared/queue"
 	"github.com/meridian-data/meridian/shared/store"
 )
 
@@ -55,7 +56,36 @@ func (w *Worker) Handle(ctx context.Context, raw []byte) error {
 // when their call fails (the store counts each request once, so applying
 // them all again is safe).
 func (w *Worker) HandleBatch(ctx context.Context, bodies [][]byte) []error {
-	return w.handleBatch(ctx, bodies, nil)
+	return w.handleBatch(ctx, decodeAll(bodies), nil)
+}
+
+// HandleMessages is HandleBatch for messages of this process: a message
+// that carries its Body decoded (UsageMessage, ReconcileMessage) is
+// applied without decoding it again.
+func (w *Worker) HandleMessages(ctx context.Context, msgs []queue.Message) []error {
+	decoded := make([]decodedBody, len(msgs))
+	for i, m := range msgs {
+		if b, ok := m.Decoded.(Body); ok {
+			decoded[i].body, decoded[i].err = b, check(b)
+		} else {
+			decoded[i].body, decoded[i].err = Decode(m.Body)
+		}
+	}
+	return w.handleBatch(ctx, decoded, nil)
+}
+
+// decodedBody is a message body read, or why it cannot be (ErrPoison).
+type decodedBody struct {
+	body Body
+	err  error
+}
+
+func decodeAll(bodies [][]byte) []decodedBody {
+	out := make([]decodedBody, len(bodies))
+	for i, raw := range bodies {
+		out[i].body, out[i].err = Decode(raw)
+	}
+	return out
 }
 
 // errNoTime marks a message the invocation had no time left to try.
@@ -63,12 +93,12 @@ var errNoTime = errors.New("usage: no time left in the invocation")
 
 // handleBatch is HandleBatch; before each store call it asks timeLeft
 // (nil: always), and a message it cannot try fails with errNoTime.
-func (w *Worker) handleBatch(ctx context.Context, bodies [][]byte, timeLeft func() bool) []error {
+func (w *Worker) handleBatch(ctx context.Context, bodies []decodedBody, timeLeft func() bool) []error {
 	errs := make([]error, len(bodies))
 	var records []store.UsageRecord
 	var counted []int // the bodies behind records
-	for i, raw := range bodies {
-		b, err := Decode(raw)
+	for i, d := range bodies {
+		b, err := d.body, d.err
 		switch {
 		case err != nil:
 			errs[i] = err
@@ -174,7 +204,7 @@ func (w *Worker) HandleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSE
 		deadline, ok := ctx.Deadline()
 		return !ok || time.Until(deadline) >= time.Second
 	}
-	for i, err := range w.handleBatch(ctx, bodies, timeLeft) {
+	for i, err := range w.handleBatch(ctx, decodeAll(bodies), timeLeft) {
 		if err == nil {
 			continue
 		}

@@ -79,6 +79,11 @@ func Open(dir string) (*Store, error) {
 }
 
 // Close releases the file, after the last-use writes under way.
+// InProcess: reads are served from this process's memory map.
+func (s *Store) InProcess() bool { return true }
+
+var _ store.InProcess = (*Store)(nil)
+
 func (s *Store) Close() error {
 	s.uses.writes.Wait()
 	return s.db.Close()
