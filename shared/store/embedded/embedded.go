@@ -28,7 +28,7 @@ import (
 var (
 	bAccounts     = []byte("accounts")     // account id -> account
 	bConsole      = []byte("console")      // console token hash -> account id
-	bKeys         = []byte("keys")         // account id \x00 key id -> key
+	bKeys         = []byte("keys")         // account id \x00 key id -> key (written only in updateKeys)
 	bKeyHash      = []byte("keyhash")      // key hash -> account id \x00 key id
 	bLedger       = []byte("ledger")       // account id \x00 entry id -> entry
 	bReservations = []byte("reservations") // account id \x00 request id -> reservation
@@ -47,6 +47,7 @@ type Store struct {
 	recallPuts atomic.Int64
 	uses       lastUses
 	keys       keyMemo
+	byHash     keysByHash
 }
 
 // Open opens (or creates) dir/meridian.db.
@@ -186,6 +187,13 @@ func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	return s.db.Update(fn)
 }
 
+// updateKeys is update for a transaction that may write key records: once
+// it has committed (or failed), KeyByHash reads them afresh.
+func (s *Store) updateKeys(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	defer s.byHash.gen.Add(1)
+	return s.update(ctx, fn)
+}
+
 func (s *Store) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -287,7 +295,7 @@ func (s *Store) createKey(ctx context.Context, k store.Key, first bool) (store.K
 	if k.AccountID == "" || k.Hash == "" || (k.CreditLimit != nil && *k.CreditLimit < 0) {
 		return store.Key{}, store.ErrInvalid
 	}
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.updateKeys(ctx, func(tx *bolt.Tx) error {
 		a, err := get[account](tx.Bucket(bAccounts), []byte(k.AccountID))
 		if err != nil {
 			return err
@@ -320,6 +328,13 @@ func (s *Store) createKey(ctx context.Context, k store.Key, first bool) (store.K
 }
 
 func (s *Store) KeyByHash(ctx context.Context, hash string) (store.Key, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Key{}, err
+	}
+	gen := s.byHash.gen.Load()
+	if k, ok := s.byHash.get(hash, gen); ok {
+		return k, nil
+	}
 	var k store.Key
 	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
 		ref := tx.Bucket(bKeyHash).Get([]byte(hash))
@@ -329,6 +344,9 @@ func (s *Store) KeyByHash(ctx context.Context, hash string) (store.Key, error) {
 		k, err = s.readKey(tx, ref)
 		return err
 	})
+	if err == nil {
+		s.byHash.keep(hash, gen, k)
+	}
 	return k, err
 }
 
@@ -382,7 +400,7 @@ func (s *Store) Keys(ctx context.Context, accountID string) ([]store.Key, error)
 // fn edit them, and stores both.
 func (s *Store) changeKey(ctx context.Context, accountID, keyID string, fn func(a *account, k *store.Key) error) (store.Key, error) {
 	var k store.Key
-	err := s.update(ctx, func(tx *bolt.Tx) (err error) {
+	err := s.updateKeys(ctx, func(tx *bolt.Tx) (err error) {
 		if k, err = get[store.Key](tx.Bucket(bKeys), join(accountID, keyID)); err != nil {
 			return err
 		}
@@ -453,7 +471,7 @@ func (s *Store) ReserveMany(ctx context.Context, charges []store.Charge) ([]stor
 	if err != nil {
 		return nil, err
 	}
-	err = s.update(ctx, func(tx *bolt.Tx) error {
+	err = s.updateKeys(ctx, func(tx *bolt.Tx) error {
 		now := s.now()
 		for i := range out {
 			if out[i].Err != nil {
@@ -543,7 +561,7 @@ func (s *Store) Settle(ctx context.Context, accountID, requestID string) error {
 
 func (s *Store) Refund(ctx context.Context, accountID, requestID string) (int64, error) {
 	var balance int64
-	err := s.update(ctx, func(tx *bolt.Tx) error {
+	err := s.updateKeys(ctx, func(tx *bolt.Tx) error {
 		key := join(accountID, requestID)
 		r, err := get[reservation](tx.Bucket(bReservations), key)
 		if err != nil {

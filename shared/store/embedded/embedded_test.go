@@ -2,6 +2,8 @@ package embedded
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -209,6 +211,12 @@ func TestKeyLookupsSeeEveryWrite(t *testing.T) {
 	if got, _ := s.KeyByHash(ctx, "keyhash"); got.CreditsUsed != 3 {
 		t.Errorf("credits_used after a charge: %d", got.CreditsUsed)
 	}
+	if _, err := s.Refund(ctx, a.ID, "req_1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.KeyByHash(ctx, "keyhash"); got.CreditsUsed != 0 {
+		t.Errorf("credits_used after the refund: %d", got.CreditsUsed)
+	}
 	if _, err := s.SetKeyStatus(ctx, a.ID, k.ID, store.KeyRevoked); err != nil {
 		t.Fatal(err)
 	}
@@ -218,4 +226,51 @@ func TestKeyLookupsSeeEveryWrite(t *testing.T) {
 	if got, _ := s.Key(ctx, a.ID, k.ID); got.Status != store.KeyRevoked {
 		t.Errorf("Key after revocation: %s", got.Status)
 	}
+}
+
+// Lookups that race a write never leave a stale key to be served after
+// the write returned: while readers keep looking the key up (and keeping
+// what they read), each limit the writer sets is what its own next
+// lookup sees.
+func TestKeyLookupsRacingWrites(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir())
+	defer s.Close()
+	a, k := accountWithKey(t, s)
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for r := 0; r < 4; r++ {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					if _, err := s.KeyByHash(ctx, "keyhash"); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	for limit := int64(1); limit <= 300; limit++ {
+		if _, err := s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{SetLimit: true, CreditLimit: &limit}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.KeyByHash(ctx, "keyhash")
+		if err != nil || got.CreditLimit == nil || *got.CreditLimit != limit {
+			close(stop)
+			readers.Wait()
+			seen := "none"
+			if got.CreditLimit != nil {
+				seen = fmt.Sprint(*got.CreditLimit)
+			}
+			t.Fatalf("after setting the limit to %d, the lookup saw %s (%v)", limit, seen, err)
+		}
+	}
+	close(stop)
+	readers.Wait()
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 
 	"github.com/meridian-data/meridian/shared/store"
 )
@@ -59,4 +60,47 @@ func copyKey(k store.Key) store.Key {
 		k.LastUsedAt = &at
 	}
 	return k
+}
+
+// keysByHash answers KeyByHash without a read transaction while no key
+// has been written since: every write of a key record (creation, status,
+// limit, a charge or refund of its credits) goes through updateKeys,
+// which moves gen on once its transaction has committed, and an entry is
+// used only under the gen it was read at. A read that raced a write is
+// kept under the old gen, so it is never served after that write
+// returned: revocation applies on the very next request. Unknown hashes
+// are not kept (anyone can send those).
+type keysByHash struct {
+	gen atomic.Uint64
+	mu  sync.RWMutex
+	m   map[string]genKey
+}
+
+type genKey struct {
+	gen uint64
+	key store.Key
+}
+
+// get returns the key under hash if it was read at gen.
+func (c *keysByHash) get(hash string, gen uint64) (store.Key, bool) {
+	c.mu.RLock()
+	e, ok := c.m[hash]
+	c.mu.RUnlock()
+	if !ok || e.gen != gen {
+		return store.Key{}, false
+	}
+	return copyKey(e.key), true
+}
+
+// keep remembers k, read at gen, unless a key was written since.
+func (c *keysByHash) keep(hash string, gen uint64, k store.Key) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen.Load() != gen {
+		return
+	}
+	if c.m == nil || len(c.m) >= maxKeyMemo {
+		c.m = map[string]genKey{}
+	}
+	c.m[hash] = genKey{gen: gen, key: copyKey(k)}
 }
