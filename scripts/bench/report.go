@@ -562,7 +562,8 @@ func writeWhy(m *md, pipelines []pipelineRun, httpRes HTTPResult, bare map[strin
 	}
 	if len(slow) > 0 {
 		m.p("- **Local server throughput: %s.** The bare handler only copies bytes; every Meridian request also crosses the API Gateway event "+
-			"adaptation, reads the key and the cache entry from bbolt, validates, and writes its JSON log line; its usage event is then applied by "+
+			"adaptation, looks its key up (from memory while no key is written), validates, reads the cache entry from bbolt (the sandbox "+
+			"generates its synthetic data instead), and writes its JSON log line; its usage event is then applied by "+
 			"the in-process worker, which gathers them for 10 ms (up to 1000) into one bbolt write transaction (an fsync on the "+
 			"disk store; bbolt runs one write transaction at a time). Each request runs in a goroutine of its own behind the streaming "+
 			"adaptation, as in Lambda, and its response is copied through a pipe. Two cores are shared by wrk, the server and, for Meridian, its replay upstream and worker. "+
