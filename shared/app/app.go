@@ -20,10 +20,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/meridian-data/meridian/shared/afterwork"
-
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/meridian-data/meridian/shared/afterwork"
 	"github.com/meridian-data/meridian/shared/assist"
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/composite"

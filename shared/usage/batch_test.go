@@ -293,3 +293,35 @@ func TestHandleMessagesUsesTheDecodedBody(t *testing.T) {
 		t.Errorf("counted %d calls, %d credits; want 2 and 5", calls, credits)
 	}
 }
+
+// The in-process queues (LocalQueue, Direct) apply a message from its
+// Decoded value: one whose Body is not JSON is still counted.
+func TestInProcessQueuesApplyTheDecodedBody(t *testing.T) {
+	onlyDecoded := func(id string) queue.Message {
+		m := usageMsg(id, "acct_local", "/v1/x/y", 200, 1)
+		m.Body = []byte("not json")
+		return m
+	}
+	s := openStore(t)
+	w := &usage.Worker{Store: s, Outcomes: s}
+	if err := (usage.Direct{Worker: w}).Send(context.Background(), []queue.Message{onlyDecoded("req_direct")}); err != nil {
+		t.Fatalf("Direct: %v", err)
+	}
+	q := usage.NewLocalQueue(w, 10, nil)
+	if err := q.Send(context.Background(), []queue.Message{onlyDecoded("req_local")}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go q.Run(ctx)
+	for deadline := time.Now().Add(10 * time.Second); q.Pending() > 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	days, err := s.AccountUsage(context.Background(), "acct_local", time.Now(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls, _, _ := totals(days); calls != 2 {
+		t.Errorf("counted %d calls, want 2 (one through each queue)", calls)
+	}
+}

@@ -107,12 +107,8 @@ const firstRetryWait = 50 * time.Millisecond
 // applyBatch applies the batch; the messages it could not apply wait one
 // backoff together, then are retried one by one.
 func (q *LocalQueue) applyBatch(ctx context.Context, batch []queue.Message) {
-	bodies := make([][]byte, len(batch))
-	for i, m := range batch {
-		bodies[i] = m.Body
-	}
 	var failed []queue.Message
-	for i, err := range q.worker.HandleBatch(ctx, bodies) {
+	for i, err := range q.worker.HandleMessages(ctx, batch) {
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrPoison) || localAttempts == 1 || ctx.Err() != nil:
@@ -135,7 +131,7 @@ func (q *LocalQueue) applyBatch(ctx context.Context, batch []queue.Message) {
 func (q *LocalQueue) retry(ctx context.Context, m queue.Message) {
 	wait := 2 * firstRetryWait
 	for attempt := 2; ; attempt++ {
-		err := q.worker.Handle(ctx, m.Body)
+		err := q.worker.HandleMessages(ctx, []queue.Message{m})[0]
 		if err == nil {
 			return
 		}
@@ -184,13 +180,9 @@ type Direct struct{ Worker *Worker }
 
 // Send applies msgs as one batch (their usage events in one store call).
 func (d Direct) Send(ctx context.Context, msgs []queue.Message) error {
-	bodies := make([][]byte, len(msgs))
-	for i, m := range msgs {
-		bodies[i] = m.Body
-	}
 	var failed []string
 	var cause error
-	for i, err := range d.Worker.HandleBatch(ctx, bodies) {
+	for i, err := range d.Worker.HandleMessages(ctx, msgs) {
 		if err != nil {
 			failed, cause = append(failed, msgs[i].ID), err
 		}

@@ -79,12 +79,12 @@ func Open(dir string) (*Store, error) {
 	return &Store{db: db, now: func() time.Time { return time.Now().UTC() }}, nil
 }
 
-// Close releases the file, after the last-use writes under way.
 // InProcess: reads are served from this process's memory map.
 func (s *Store) InProcess() bool { return true }
 
 var _ store.InProcess = (*Store)(nil)
 
+// Close releases the file, after the last-use writes under way.
 func (s *Store) Close() error {
 	s.uses.writes.Wait()
 	return s.db.Close()
