@@ -277,7 +277,7 @@ const MonitorsPlatform = "monitors"
 
 // MonitorsAPI returns the functions serving the monitors API, with
 // reasons: the families serving the monitors platform's endpoints and the
-// routes of /v1/monitors (registry.MatchRoute), and the family serving
+// routes of /v1/monitors (registry.RouteTable), and the family serving
 // /mcp when the MCP server offers those endpoints as tools
 // (mcpserver.Tools), which it runs in its own process.
 func MonitorsAPI(reg *registry.Registry) map[string][]string {
@@ -287,12 +287,12 @@ func MonitorsAPI(reg *registry.Registry) map[string][]string {
 			addReason(out, string(e.Family), "serves the monitors API ("+e.Key()+")")
 		}
 	}
-	routes := reg.Routes()
+	routes := registry.NewRouteTable(reg.Routes())
 	for _, r := range []struct{ method, path string }{
 		{"GET", MonitorsPath}, {"POST", MonitorsPath + "/create"}, {"GET", MonitorsPath + "/mon_x"},
 		{"POST", MonitorsPath + "/mon_x/pause"}, {"GET", MonitorsPath + "/mon_x/runs"},
 	} {
-		if rt := registry.MatchRoute(routes, r.method, r.path); rt.Path != "" && rt.Path != registry.DefaultRoute {
+		if rt := routes.Match(r.method, r.path); rt.Path != "" && rt.Path != registry.DefaultRoute {
 			addReason(out, string(rt.Family), "serves the monitors API's routes ("+rt.Method+" "+rt.Path+")")
 		}
 	}

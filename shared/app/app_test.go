@@ -162,7 +162,7 @@ func TestEventShape(t *testing.T) {
 		if (ev.RawQueryString == "") != (len(ev.QueryStringParameters) == 0) {
 			t.Errorf("%s: rawQueryString %q but queryStringParameters %v", name, ev.RawQueryString, ev.QueryStringParameters)
 		}
-		route := registry.MatchRoute(routes, rc.HTTP.Method, ev.RawPath)
+		route := registry.NewRouteTable(routes).Match(rc.HTTP.Method, ev.RawPath)
 		wantKey := route.Path
 		if route.Path != registry.DefaultRoute {
 			wantKey = route.Method + " " + route.Path

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,12 +67,23 @@ type Result struct {
 }
 
 // CacheKey is the canonical query: equivalent spellings share it.
+// It is url.Values.Encode of the values, built without the copy.
 func (r Result) CacheKey() string {
-	v := url.Values{}
-	for k, val := range r.Values {
-		v.Set(k, val)
+	names := make([]string, 0, len(r.Values))
+	for k := range r.Values {
+		names = append(names, k)
 	}
-	return v.Encode()
+	slices.Sort(names)
+	var b strings.Builder
+	for i, k := range names {
+		if i > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(url.QueryEscape(k))
+		b.WriteByte('=')
+		b.WriteString(url.QueryEscape(r.Values[k]))
+	}
+	return b.String()
 }
 
 // Validate checks q and the identifiers lifted from the path against e.

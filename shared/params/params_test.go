@@ -557,3 +557,22 @@ func TestIDSchemesBesideHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheKeyIsTheEncodedQuery pins CacheKey to url.Values.Encode, the
+// form cache entries were keyed by before it was built by hand.
+func TestCacheKeyIsTheEncodedQuery(t *testing.T) {
+	for _, values := range []map[string]string{
+		{},
+		{"query": "acme"},
+		{"query": "a b&c=d/é", "limit": "20", "country": "gb", "cursor": "x+y%z"},
+		{"b": "", "a": "1", "a_b": "2", "A": "3"},
+	} {
+		want := url.Values{}
+		for k, v := range values {
+			want.Set(k, v)
+		}
+		if got := (Result{Values: values}).CacheKey(); got != want.Encode() {
+			t.Errorf("CacheKey(%v) = %q, want %q", values, got, want.Encode())
+		}
+	}
+}

@@ -154,7 +154,7 @@ type Pipeline struct {
 	// source is the store and the store keeps the limits too.
 	gate    store.Gate
 	wallets walletQueue
-	routes  []registry.Route
+	routes  *registry.RouteTable
 	openapi openAPIDocs
 	mcp     mcpSurface
 	// cacheInProcess: cache lookups are made in line (store.InProcess).
@@ -205,7 +205,7 @@ func New(cfg Config) *Pipeline {
 		handlers[k] = h
 	}
 	cfg.Handlers = handlers
-	p := &Pipeline{cfg: cfg, routes: cfg.Registry.Routes(), cacheInProcess: store.IsInProcess(cfg.Cache)}
+	p := &Pipeline{cfg: cfg, routes: registry.NewRouteTable(cfg.Registry.Routes()), cacheInProcess: store.IsInProcess(cfg.Cache)}
 	if g, ok := cfg.Store.(store.Gate); ok && cfg.Limits != nil && any(cfg.Limits) == any(cfg.Store) {
 		if _, storeKeys := cfg.Keys.(auth.StoreKeys); storeKeys {
 			p.gate = g
@@ -355,7 +355,7 @@ func (p *Pipeline) serve(w http.ResponseWriter, r *http.Request, handle func(*ex
 // route sends a request to the part of the pipeline that owns its path.
 func (p *Pipeline) route(x *exchange) {
 	path := x.r.URL.EscapedPath()
-	owner := registry.MatchRoute(p.routes, x.r.Method, path).Family
+	owner := p.routes.Match(x.r.Method, path).Family
 	if p.cfg.Family != "" && owner != p.cfg.Family {
 		x.misroutedTo = owner
 		x.fail(registry.PathNotFound(path))

@@ -247,40 +247,58 @@ func (r *Registry) Routes() []Route {
 	return append(routes, Route{Method: "ANY", Path: DefaultRoute, Family: Service})
 }
 
-// MatchRoute picks the route API Gateway would: an exact path beats a
-// greedy one, a named method beats ANY, and $default catches the rest.
-func MatchRoute(routes []Route, method, path string) Route {
-	best, bestScore := Route{}, -1
-	for _, rt := range routes {
-		score := routeScore(rt, method, path)
-		if score > bestScore {
-			best, bestScore = rt, score
-		}
-	}
-	return best
+// RouteTable picks the route API Gateway would: an exact path beats a
+// greedy one ({proxy+}, the longest prefix first), a named method beats
+// ANY, and $default catches the rest. It is indexed by path so a request
+// costs a few map lookups, not a walk over every route.
+type RouteTable struct {
+	exact    map[string][]Route // by path
+	greedy   map[string][]Route // by the prefix before "/{proxy+}"
+	fallback Route              // $default, or the zero Route
 }
 
-func routeScore(rt Route, method, path string) int {
-	if rt.Path == DefaultRoute {
-		return 0
-	}
-	methodScore := 1
-	switch rt.Method {
-	case "ANY":
-	case method:
-		methodScore = 2
-	default:
-		return -1
-	}
-	if prefix, greedy := strings.CutSuffix(rt.Path, "/{proxy+}"); greedy {
-		// {proxy+} needs at least one character after the slash.
-		if rest, ok := strings.CutPrefix(path, prefix+"/"); ok && rest != "" {
-			return 10*len(prefix) + methodScore
+// NewRouteTable indexes routes.
+func NewRouteTable(routes []Route) *RouteTable {
+	t := &RouteTable{exact: map[string][]Route{}, greedy: map[string][]Route{}}
+	for _, rt := range routes {
+		switch prefix, greedy := strings.CutSuffix(rt.Path, "/{proxy+}"); {
+		case rt.Path == DefaultRoute:
+			t.fallback = rt
+		case greedy:
+			t.greedy[prefix] = append(t.greedy[prefix], rt)
+		default:
+			t.exact[rt.Path] = append(t.exact[rt.Path], rt)
 		}
-		return -1
 	}
-	if rt.Path == path {
-		return 1_000_000 + methodScore
+	return t
+}
+
+// Match is the route of a request for method and path.
+func (t *RouteTable) Match(method, path string) Route {
+	if rt, ok := pickMethod(t.exact[path], method); ok {
+		return rt
 	}
-	return -1
+	// {proxy+} needs at least one character after the slash, so the
+	// longest candidate prefix ends before the path's last byte.
+	for i := strings.LastIndexByte(path[:max(len(path)-1, 0)], '/'); i >= 0; i = strings.LastIndexByte(path[:i], '/') {
+		if rt, ok := pickMethod(t.greedy[path[:i]], method); ok {
+			return rt
+		}
+	}
+	return t.fallback
+}
+
+// pickMethod is the route of candidates named for method, else an ANY one.
+func pickMethod(candidates []Route, method string) (Route, bool) {
+	var anyMethod Route
+	found := false
+	for _, rt := range candidates {
+		switch rt.Method {
+		case method:
+			return rt, true
+		case "ANY":
+			anyMethod, found = rt, true
+		}
+	}
+	return anyMethod, found
 }

@@ -310,8 +310,9 @@ func TestRoutesCoverEveryPlatformAndSurface(t *testing.T) {
 		{"GET", "/elsewhere", Service},
 		{"GET", "/v1/marketplace_ab/search", Service}, // prefix of a platform name is not that platform
 	}
+	table := NewRouteTable(routes)
 	for _, c := range cases {
-		if got := MatchRoute(routes, c.method, c.path); got.Family != c.want {
+		if got := table.Match(c.method, c.path); got.Family != c.want {
 			t.Errorf("%s %s -> %s (%s), want %s", c.method, c.path, got.Family, got.Path, c.want)
 		}
 	}
@@ -356,5 +357,47 @@ func TestEveryPlatformHasAKind(t *testing.T) {
 		if PlatformKinds[name] == "" {
 			t.Errorf("%s has no entry in PlatformKinds", name)
 		}
+	}
+}
+
+// TestRouteTablePrecedence checks API Gateway's precedence on a table
+// built to make each rule decide: exact beats greedy, the longest greedy
+// prefix wins, a named method beats ANY at the same path, {proxy+} needs
+// a character after its slash, and $default takes the rest.
+func TestRouteTablePrecedence(t *testing.T) {
+	table := NewRouteTable([]Route{
+		{Method: "ANY", Path: "/a/{proxy+}", Family: "greedy-a"},
+		{Method: "GET", Path: "/a/b/{proxy+}", Family: "greedy-ab-get"},
+		{Method: "ANY", Path: "/a/b/{proxy+}", Family: "greedy-ab-any"},
+		{Method: "ANY", Path: "/a/b/c", Family: "exact-abc-any"},
+		{Method: "POST", Path: "/a/b/c", Family: "exact-abc-post"},
+		{Method: "GET", Path: "/x", Family: "exact-x-get"},
+		{Method: "ANY", Path: DefaultRoute, Family: "default"},
+	})
+	cases := []struct {
+		method, path string
+		want         Family
+	}{
+		{"POST", "/a/b/c", "exact-abc-post"},
+		{"GET", "/a/b/c", "exact-abc-any"},
+		{"GET", "/a/b/d", "greedy-ab-get"},
+		{"PUT", "/a/b/d", "greedy-ab-any"},
+		{"GET", "/a/b/c/d", "greedy-ab-get"},
+		{"GET", "/a/b/", "greedy-a"}, // nothing after /a/b/, so /a/{proxy+} with "b/"
+		{"GET", "/a/b", "greedy-a"},
+		{"GET", "/a/", "default"},
+		{"GET", "/a", "default"},
+		{"GET", "/x", "exact-x-get"},
+		{"POST", "/x", "default"}, // the only /x route names GET
+		{"GET", "/", "default"},
+		{"GET", "", "default"},
+	}
+	for _, c := range cases {
+		if got := table.Match(c.method, c.path); got.Family != c.want {
+			t.Errorf("%s %q -> %s, want %s", c.method, c.path, got.Family, c.want)
+		}
+	}
+	if got := NewRouteTable(nil).Match("GET", "/v1"); got != (Route{}) {
+		t.Errorf("an empty table matched %+v", got)
 	}
 }
