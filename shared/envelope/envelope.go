@@ -111,16 +111,18 @@ func marshalEncoded(s Success, data json.RawMessage) ([]byte, error) {
 }
 
 // WriteJSON writes a JSON envelope with the headers every routed response
-// carries: content-type, x-request-id and the credit headers.
+// carries: content-type, x-request-id and the credit headers. Header
+// names are written in net/http's canonical form (as throughout the
+// pipeline), which Set would otherwise allocate anew for every response.
 func WriteJSON(w http.ResponseWriter, status int, requestID string, used *Credits, remaining *Credits, body []byte) {
 	h := w.Header()
-	h.Set("content-type", "application/json")
-	h.Set("x-request-id", requestID)
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Request-Id", requestID)
 	if used != nil {
-		h.Set("x-credits-used", strconv.FormatInt(*used, 10))
+		h.Set("X-Credits-Used", strconv.FormatInt(*used, 10))
 	}
 	if remaining != nil {
-		h.Set("x-credits-remaining", strconv.FormatInt(*remaining, 10))
+		h.Set("X-Credits-Remaining", strconv.FormatInt(*remaining, 10))
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(body)

@@ -206,7 +206,7 @@ func (p *Pipeline) deliver(x *exchange, c *Call, data any, used int64, remaining
 	if r, ok := data.(Raw); ok && charge == nil {
 		// A document (markdown for agents, a batch wrapper), not an
 		// envelope; the request id still travels as a header.
-		x.w.Header().Set("content-type", r.ContentType)
+		x.w.Header().Set("Content-Type", r.ContentType)
 		x.w.WriteHeader(http.StatusOK)
 		_, _ = x.w.Write(r.Body)
 		return
@@ -333,7 +333,7 @@ func (p *Pipeline) success(x *exchange, c *Call, data any, used int64, remaining
 
 func (p *Pipeline) write(x *exchange, s envelope.Success, body []byte, cacheStatus string) {
 	if cacheStatus != "" {
-		x.w.Header().Set("x-cache", cacheStatus)
+		x.w.Header().Set("X-Cache", cacheStatus)
 	}
 	envelope.WriteJSON(x.w, http.StatusOK, x.requestID, s.CreditsUsed, s.CreditsRemaining, body)
 }

@@ -91,7 +91,7 @@ func serveErrorsReference(w http.ResponseWriter) {
 		b.WriteString("<dt><code>" + v + "</code></dt><dd>" + html.EscapeString(BillingStatuses[v]) + "</dd>\n")
 	}
 	b.WriteString("</dl>\n</body></html>\n")
-	w.Header().Set("content-type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write([]byte(b.String()))
 }

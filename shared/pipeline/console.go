@@ -465,7 +465,7 @@ func writeConsole(x *exchange, status int, body any) {
 	}
 	// An answer may hold a new key or token, or an account's figures: no
 	// cache keeps it.
-	x.w.Header().Set("cache-control", "no-store")
+	x.w.Header().Set("Cache-Control", "no-store")
 	envelope.WriteJSON(x.w, status, x.requestID, nil, nil, raw)
 }
 

@@ -47,24 +47,24 @@ func servePage(x *exchange, path string) bool {
 	switch {
 	case path == "/console" || path == "/console/":
 		a = console.Page()
-		x.w.Header().Set("cache-control", "no-store")
+		x.w.Header().Set("Cache-Control", "no-store")
 	case strings.HasPrefix(path, "/console/assets/"):
 		var ok bool
 		if a, ok = console.Lookup(strings.TrimPrefix(path, "/console/assets/")); !ok {
 			x.fail(registry404(path))
 			return true
 		}
-		x.w.Header().Set("cache-control", "no-cache")
+		x.w.Header().Set("Cache-Control", "no-cache")
 	default:
 		return false
 	}
 	h := x.w.Header()
-	h.Set("content-type", a.ContentType)
-	h.Set("content-security-policy", console.SecurityPolicy)
-	h.Set("x-content-type-options", "nosniff")
-	h.Set("x-frame-options", "DENY")
-	h.Set("referrer-policy", "no-referrer")
-	h.Set("etag", a.ETag)
+	h.Set("Content-Type", a.ContentType)
+	h.Set("Content-Security-Policy", console.SecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Etag", a.ETag)
 	if match := x.r.Header.Get("if-none-match"); match != "" && match == a.ETag {
 		x.w.WriteHeader(http.StatusNotModified)
 		return true

@@ -70,7 +70,7 @@ func (p *Pipeline) countFairUse(x *exchange, c *Call, fu *fairUse) {
 	})
 	if err != nil {
 		p.cfg.Logger.Warn("fair-use count not written", "request_id", x.requestID, "error", err.Error())
-		x.w.Header().Set("x-fairuse-degraded", "true")
+		x.w.Header().Set("X-Fairuse-Degraded", "true")
 		return
 	}
 	fu.used = total
@@ -79,7 +79,7 @@ func (p *Pipeline) countFairUse(x *exchange, c *Call, fu *fairUse) {
 
 func setFairUseHeaders(x *exchange, fu *fairUse) {
 	h := x.w.Header()
-	h.Set("x-fairuse-limit", strconv.FormatInt(fu.limit, 10))
-	h.Set("x-fairuse-remaining", strconv.FormatInt(max(0, fu.limit-fu.used), 10))
-	h.Set("x-fairuse-degraded", "false")
+	h.Set("X-Fairuse-Limit", strconv.FormatInt(fu.limit, 10))
+	h.Set("X-Fairuse-Remaining", strconv.FormatInt(max(0, fu.limit-fu.used), 10))
+	h.Set("X-Fairuse-Degraded", "false")
 }

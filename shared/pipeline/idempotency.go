@@ -93,7 +93,7 @@ func (p *Pipeline) claimIdempotency(x *exchange, scope idemScope) (finish func(c
 	switch {
 	case err != nil:
 		p.cfg.Logger.Warn("idempotency store unavailable", "request_id", x.requestID, "error", err.Error())
-		x.w.Header().Set("x-idempotency-status", "unavailable")
+		x.w.Header().Set("X-Idempotency-Status", "unavailable")
 		return nil, false
 	// Spec 3.2: any second request while the first is in progress is 409,
 	// whatever it asks for.
@@ -119,7 +119,7 @@ func (p *Pipeline) claimIdempotency(x *exchange, scope idemScope) (finish func(c
 		// a retry runs again rather than replaying it as JSON. Nothing
 		// written (a panic on its way to a 500) is not an outcome either.
 		// A stream keeps its result event's envelope.
-		notJSON := !strings.HasPrefix(x.w.Header().Get("content-type"), "application/json")
+		notJSON := !strings.HasPrefix(x.w.Header().Get("Content-Type"), "application/json")
 		if x.streamed != nil {
 			status, captured, notJSON = x.streamed.status, x.streamed.body, false
 		}
@@ -196,9 +196,9 @@ func (p *Pipeline) replay(x *exchange, rec store.IdempotencyRecord, key []byte) 
 			map[string]any{"field": "Idempotency-Key", "reason": "idempotency_result_not_kept", "original_request_id": rec.RequestID}))
 		return
 	}
-	x.w.Header().Set("x-request-id", rec.RequestID)
-	x.w.Header().Set("content-type", "application/json")
-	x.w.Header().Set("x-idempotent-replay", "true")
+	x.w.Header().Set("X-Request-Id", rec.RequestID)
+	x.w.Header().Set("Content-Type", "application/json")
+	x.w.Header().Set("X-Idempotent-Replay", "true")
 	x.replayOf = rec.RequestID
 	x.w.WriteHeader(rec.Status)
 	_, _ = x.w.Write(body)

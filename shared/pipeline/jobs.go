@@ -140,7 +140,7 @@ func (p *Pipeline) acceptJob(x *exchange, c *Call) {
 	}, 0, remaining)
 	s.CreditsUsed = nil // reserved, not yet charged: the job's end settles or refunds it
 	body, _ := envelope.Marshal(s)
-	x.w.Header().Set("location", "/v1/web/jobs/"+job.ID)
+	x.w.Header().Set("Location", "/v1/web/jobs/"+job.ID)
 	envelope.WriteJSON(x.w, http.StatusAccepted, x.requestID, nil, remaining, body)
 }
 

@@ -49,11 +49,11 @@ func (p *Pipeline) admit(x *exchange, who auth.Principal) *envelope.Error {
 	}
 	x.admitted, x.stale = slot, a.Stale
 	h := x.w.Header()
-	h.Set("x-ratelimit-limit", strconv.Itoa(a.RateLimit))
-	h.Set("x-ratelimit-remaining", strconv.Itoa(a.RateRemaining))
-	h.Set("x-ratelimit-reset", strconv.FormatInt(a.RateReset.Unix(), 10))
-	h.Set("x-concurrency-limit", strconv.Itoa(a.Concurrency))
-	h.Set("x-concurrency-remaining", strconv.Itoa(a.SlotsFree))
+	h.Set("X-Ratelimit-Limit", strconv.Itoa(a.RateLimit))
+	h.Set("X-Ratelimit-Remaining", strconv.Itoa(a.RateRemaining))
+	h.Set("X-Ratelimit-Reset", strconv.FormatInt(a.RateReset.Unix(), 10))
+	h.Set("X-Concurrency-Limit", strconv.Itoa(a.Concurrency))
+	h.Set("X-Concurrency-Remaining", strconv.Itoa(a.SlotsFree))
 	return nil
 }
 
@@ -92,8 +92,8 @@ func (p *Pipeline) tookSlot(x *exchange, a store.Admission, err error) *envelope
 		return refusal
 	}
 	x.stale = a.Stale
-	x.w.Header().Set("x-concurrency-limit", strconv.Itoa(a.Concurrency))
-	x.w.Header().Set("x-concurrency-remaining", strconv.Itoa(a.SlotsFree))
+	x.w.Header().Set("X-Concurrency-Limit", strconv.Itoa(a.Concurrency))
+	x.w.Header().Set("X-Concurrency-Remaining", strconv.Itoa(a.SlotsFree))
 	return nil
 }
 

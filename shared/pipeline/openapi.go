@@ -45,7 +45,7 @@ func (p *Pipeline) serveOpenAPI(x *exchange, asYAML bool) {
 	if asYAML {
 		body, contentType = docs.yaml, "application/yaml"
 	}
-	x.w.Header().Set("content-type", contentType)
+	x.w.Header().Set("Content-Type", contentType)
 	x.w.WriteHeader(http.StatusOK)
 	_, _ = x.w.Write(body)
 }

@@ -337,7 +337,7 @@ func (p *Pipeline) serve(w http.ResponseWriter, r *http.Request, handle func(*ex
 	start := p.cfg.Now()
 	x := &exchange{w: &statusWriter{ResponseWriter: w}, r: r, requestID: envelope.NewRequestID()}
 	x.docBase = p.errorsURL(r)
-	w.Header().Set("x-request-id", x.requestID)
+	w.Header().Set("X-Request-Id", x.requestID)
 	defer func() {
 		if v := recover(); v != nil {
 			p.cfg.Logger.Error("panic", "request_id", x.requestID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
@@ -373,7 +373,7 @@ func (p *Pipeline) route(x *exchange) {
 	case path == "/docs/errors" && x.r.Method == http.MethodGet:
 		serveErrorsReference(x.w)
 	case path == "/docs/ai-labels" && x.r.Method == http.MethodGet:
-		x.w.Header().Set("content-type", "text/html; charset=utf-8")
+		x.w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		x.w.WriteHeader(http.StatusOK)
 		_, _ = x.w.Write([]byte(assist.DocsHTML()))
 	case (path == "/openapi.json" || path == "/openapi.yaml") && x.r.Method == http.MethodGet:
@@ -425,41 +425,44 @@ func forwardedProto(r *http.Request) string {
 }
 
 func (p *Pipeline) logRequest(x *exchange, start time.Time) {
-	attrs := []any{
-		"request_id", x.requestID,
-		"method", auth.ForLog(x.r.Method, 16),
-		"path", auth.ForLog(x.r.URL.EscapedPath(), 256), // never the query: it may carry a key sent by mistake
-		"status", x.status(),
-		"duration_ms", float64(p.cfg.Now().Sub(start).Microseconds()) / 1000,
-	}
+	// Typed attributes: a line per request is worth not boxing each value.
+	attrs := make([]slog.Attr, 0, 16)
+	attrs = append(attrs,
+		slog.String("request_id", x.requestID),
+		slog.String("method", auth.ForLog(x.r.Method, 16)),
+		slog.String("path", auth.ForLog(x.r.URL.EscapedPath(), 256)), // never the query: it may carry a key sent by mistake
+		slog.Int("status", x.status()),
+		slog.Float64("duration_ms", float64(p.cfg.Now().Sub(start).Microseconds())/1000),
+	)
 	if p.cfg.Family != "" {
-		attrs = append(attrs, "family", string(p.cfg.Family))
+		attrs = append(attrs, slog.String("family", string(p.cfg.Family)))
 	}
 	if x.endpoint != nil {
-		attrs = append(attrs, "endpoint", x.endpoint.Path())
+		attrs = append(attrs, slog.String("endpoint", x.endpoint.Path()))
 	}
 	if x.errType != "" {
-		attrs = append(attrs, "error_type", string(x.errType))
+		attrs = append(attrs, slog.String("error_type", string(x.errType)))
 	}
 	if x.misroutedTo != "" {
-		attrs = append(attrs, "misrouted_to", string(x.misroutedTo))
+		attrs = append(attrs, slog.String("misrouted_to", string(x.misroutedTo)))
 	}
 	if x.replayOf != "" {
-		attrs = append(attrs, "replay_of", x.replayOf)
+		attrs = append(attrs, slog.String("replay_of", x.replayOf))
 	}
 	if x.parentID != "" {
-		attrs = append(attrs, "parent_request_id", x.parentID)
+		attrs = append(attrs, slog.String("parent_request_id", x.parentID))
 	}
 	if x.call != nil && x.call.Upstream.Attempts > 0 {
 		// Which route answered and how (spec 2.7 legs), for debugging.
 		u := x.call.Upstream
-		attrs = append(attrs, "served_by", u.ServedBy, "upstream_attempts", u.Attempts, "legs", u.Legs)
+		attrs = append(attrs, slog.String("served_by", u.ServedBy), slog.Int("upstream_attempts", u.Attempts), slog.Any("legs", u.Legs))
 	}
 	if x.call != nil && x.call.model != nil {
 		m := x.call.model
-		attrs = append(attrs, "model_calls", m.Calls, "model_input_tokens", m.InputTokens, "model_output_tokens", m.OutputTokens, "model_legs", m.Legs)
+		attrs = append(attrs, slog.Int("model_calls", m.Calls), slog.Int64("model_input_tokens", m.InputTokens),
+			slog.Int64("model_output_tokens", m.OutputTokens), slog.Any("model_legs", m.Legs))
 	}
-	p.cfg.Logger.Info("request", attrs...)
+	p.cfg.Logger.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
 }
 
 // statusWriter remembers the status for the log line, and the body when

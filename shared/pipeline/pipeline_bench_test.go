@@ -11,7 +11,6 @@ package pipeline_test
 
 import (
 	"context"
-	"github.com/meridian-data/meridian/shared/afterwork"
 	"io"
 	"log/slog"
 	"net/http"
@@ -24,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridian-data/meridian/shared/afterwork"
 	"github.com/meridian-data/meridian/shared/app"
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"

@@ -58,9 +58,9 @@ type eventStream struct {
 
 func (p *Pipeline) openStream(x *exchange) *eventStream {
 	h := x.w.Header()
-	h.Set("content-type", "text/event-stream; charset=utf-8")
-	h.Set("cache-control", "no-cache")
-	h.Set("x-accel-buffering", "no") // proxies that buffer by default stream it
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // proxies that buffer by default stream it
 	x.w.WriteHeader(http.StatusOK)
 	s := &eventStream{w: x.w, rc: http.NewResponseController(x.w), ctx: x.r.Context()}
 	s.flush()
@@ -198,7 +198,7 @@ func (p *Pipeline) stream(x *exchange, c *Call, h Handler, cu cacheUse, fu *fair
 // cached true, 0 credits.
 func (p *Pipeline) streamCached(x *exchange, c *Call, e *store.CacheEntry) {
 	x.served = true
-	x.w.Header().Set("x-cache", cacheHit)
+	x.w.Header().Set("X-Cache", cacheHit)
 	es := p.openStream(x)
 	s := p.success(x, c, json.RawMessage(e.Data), 0, nil)
 	s.Cached = true
@@ -216,7 +216,7 @@ func (p *Pipeline) endStream(x *exchange, es *eventStream, status int, env any, 
 	x.streamed = &streamOutcome{status: status, body: bytes.TrimSpace(body)}
 	if !pending {
 		// Read by the usage event; on the wire the envelope says it.
-		x.w.Header().Set("x-credits-used", strconv.FormatInt(used, 10))
+		x.w.Header().Set("X-Credits-Used", strconv.FormatInt(used, 10))
 	}
 	es.send(EventResult, json.RawMessage(x.streamed.body), false)
 }
