@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -26,10 +25,11 @@ const MaxEventBody = 6 << 20
 // Local serves every family in one process: each request is matched
 // against the registry's route table as API Gateway would, turned into
 // the v2 event API Gateway would send, and handed to that family's Lambda
-// handler. A handler made by Lambda answers through the streaming
-// adaptation a function URL uses (stream.go), copied to the client as it
-// comes, so make run streams; any other handler's response event is
-// written whole. errorsURL is the configured errors reference, or "" for
+// handler. A handler made by Lambda writes to the client as it goes, with
+// the head a function URL would send (stream.go), so make run streams;
+// any other handler's response event is written whole. When the client
+// goes, net/http cancels the request's context, which the handler's
+// derives from. errorsURL is the configured errors reference, or "" for
 // this server's own.
 func Local(routes []registry.Route, functions map[registry.Family]EventHandler, logger *slog.Logger, errorsURL string) http.Handler {
 	table := registry.NewRouteTable(routes)
@@ -44,14 +44,10 @@ func Local(routes []registry.Route, functions map[registry.Family]EventHandler, 
 			refuseBody(w, r, err, logger, errorsURL)
 			return
 		}
-		ctx, slot := offerStream(r.Context())
+		ctx, slot := offerStream(r.Context(), w)
 		resp, err := fn(ctx, EventFromRequest(r, route, body))
-		if slot.resp != nil {
-			if err == nil {
-				writeStream(w, slot.resp)
-				return
-			}
-			_ = slot.resp.Close() // a wrapper failed after the stream began
+		if slot.served {
+			return // answered on w; a wrapper's later error cannot change it
 		}
 		if err != nil {
 			http.Error(w, "function error", http.StatusBadGateway) // as API Gateway answers a failed invoke
@@ -139,66 +135,6 @@ func writeEvent(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) {
 	}
 	w.WriteHeader(resp.StatusCode)
 	_, _ = w.Write(body)
-}
-
-// copyBuffers hold writeStream's buffers: allocating 32 KiB for every
-// response, most of them a few KiB, was a tenth of the local server's
-// allocation work.
-var copyBuffers = sync.Pool{New: func() any {
-	buf := make([]byte, 32<<10)
-	return &buf
-}}
-
-// writeStream copies a streamed response to the client as it comes. An
-// event stream is flushed after every piece, so each server-sent event
-// reaches the client when the handler writes it; other responses are
-// written as they come and net/http sends them when its buffer fills or
-// they end (a short answer keeps its content-length, as through API
-// Gateway). When the client goes, net/http cancels the request's context,
-// which the handler's derives from; the rest of the body is drained, not
-// written. A body that ends in an error (the handler panicked) aborts the
-// response, so the client sees it cut short rather than complete.
-func writeStream(w http.ResponseWriter, resp *events.LambdaFunctionURLStreamingResponse) {
-	defer resp.Close()
-	for name, value := range resp.Headers {
-		w.Header().Set(name, value)
-	}
-	for _, c := range resp.Cookies {
-		w.Header().Add("set-cookie", c)
-	}
-	status := resp.StatusCode
-	if status == 0 {
-		status = http.StatusOK // as the Lambda runtime defaults it
-	}
-	w.WriteHeader(status)
-	if resp.Body == nil {
-		return
-	}
-	rc := http.NewResponseController(w)
-	eventStream := strings.HasPrefix(strings.ToLower(w.Header().Get("content-type")), "text/event-stream")
-	if eventStream {
-		_ = rc.Flush() // the client sees the stream open before its first event
-	}
-	bufp := copyBuffers.Get().(*[]byte)
-	defer copyBuffers.Put(bufp)
-	buf := *bufp
-	discard := false
-	for {
-		n, err := resp.Body.Read(buf)
-		if n > 0 && !discard {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				discard = true
-			} else if eventStream && rc.Flush() != nil {
-				discard = true
-			}
-		}
-		if err == io.EOF {
-			return
-		}
-		if err != nil {
-			panic(http.ErrAbortHandler)
-		}
-	}
 }
 
 // refuseBody answers a body that is too large (as API Gateway would) or

@@ -2,10 +2,13 @@ package gateway
 
 // Streamed responses. A caller that can pass a response on as it is
 // written (a function URL invocation in RESPONSE_STREAM mode, the local
-// server) offers a slot in the context; Lambda's handler then runs the
-// family's http.Handler in a goroutine and answers through the slot with a
-// LambdaFunctionURLStreamingResponse as soon as the status is known, whose
-// Body carries the handler's writes unbuffered. Every other caller (API
+// server) offers a slot in the context. For a function URL, Lambda's
+// handler runs the family's http.Handler in a goroutine and answers
+// through the slot with a LambdaFunctionURLStreamingResponse as soon as
+// the status is known, whose Body carries the handler's writes
+// unbuffered. The local server offers its own ResponseWriter instead: the
+// handler runs in the server's goroutine and each write goes to the client
+// with the head a function URL would have sent. Every other caller (API
 // Gateway) gets the buffered v2 response. EventHandler keeps Lambda's
 // signature, so its wrappers (AfterInvocation) and the local server's
 // table of functions serve both.
@@ -21,8 +24,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -37,16 +38,19 @@ var errHandlerPanicked = errors.New("the handler panicked; the response is incom
 
 type streamSlotKey struct{}
 
-// streamSlot receives the streamed response of one invocation.
+// streamSlot receives the streamed response of one invocation, or, when
+// direct is set (the local server), has the handler write to direct.
 type streamSlot struct {
-	taken bool
-	resp  *events.LambdaFunctionURLStreamingResponse
+	taken  bool
+	resp   *events.LambdaFunctionURLStreamingResponse
+	direct http.ResponseWriter
+	served bool // the handler has answered on direct
 }
 
 // offerStream lets the EventHandler called with the returned context
-// answer through slot instead of buffering.
-func offerStream(ctx context.Context) (context.Context, *streamSlot) {
-	slot := &streamSlot{}
+// answer through slot instead of buffering: on direct when it is not nil.
+func offerStream(ctx context.Context, direct http.ResponseWriter) (context.Context, *streamSlot) {
+	slot := &streamSlot{direct: direct}
 	return context.WithValue(ctx, streamSlotKey{}, slot), slot
 }
 
@@ -67,30 +71,22 @@ type head struct {
 	header http.Header
 }
 
-// streamWriter is the ResponseWriter of a streamed response. As in
-// net/http, WriteHeader fixes the status and a copy of the headers, and
-// the first Write or Flush, or the handler's return, sends them (with a
-// content-type sniffed from the first bytes when none was set); the body
-// goes through the pipe as written, so Flush has nothing left to push.
-// Header stays the handler's live map, which the pipeline reads after
-// answering.
-type streamWriter struct {
+// pendingHead is the head of a streamed response, kept as net/http keeps
+// it: WriteHeader fixes the status and a copy of the headers, and the
+// first Write or Flush, or the handler's return, sends them (with a
+// content-type sniffed from the first bytes when none was set). Header
+// stays the handler's live map, which the pipeline reads after answering.
+type pendingHead struct {
 	header http.Header
-	pipe   *io.PipeWriter
-	ready  chan head // capacity 1, sent once
 
 	mu    sync.Mutex
 	fixed *head
 	sent  bool
 }
 
-func newStreamWriter(pipe *io.PipeWriter) *streamWriter {
-	return &streamWriter{header: http.Header{}, pipe: pipe, ready: make(chan head, 1)}
-}
+func (w *pendingHead) Header() http.Header { return w.header }
 
-func (w *streamWriter) Header() http.Header { return w.header }
-
-func (w *streamWriter) WriteHeader(status int) {
+func (w *pendingHead) WriteHeader(status int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	// Lambda has no informational responses; a second status is ignored.
@@ -98,6 +94,41 @@ func (w *streamWriter) WriteHeader(status int) {
 		return
 	}
 	w.fixed = &head{status: status, header: w.header.Clone()}
+}
+
+// take is the head to send before first, once; w.mu is held.
+func (w *pendingHead) take(first []byte) (head, bool) {
+	if w.sent {
+		return head{}, false
+	}
+	if w.fixed == nil {
+		w.fixed = &head{status: http.StatusOK, header: w.header.Clone()}
+	}
+	// A content-type present but empty asks for none, as in net/http.
+	if _, has := w.fixed.header["Content-Type"]; !has && len(first) > 0 {
+		w.fixed.header.Set("Content-Type", http.DetectContentType(first))
+	}
+	w.sent = true
+	return *w.fixed, true
+}
+
+func (w *pendingHead) headSent() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.sent
+}
+
+// streamWriter is the ResponseWriter of a function URL's streamed
+// response: the head goes to start, the body through the pipe as written,
+// so Flush has nothing left to push.
+type streamWriter struct {
+	pendingHead
+	pipe  *io.PipeWriter
+	ready chan head // capacity 1, sent once
+}
+
+func newStreamWriter(pipe *io.PipeWriter) *streamWriter {
+	return &streamWriter{pendingHead: pendingHead{header: http.Header{}}, pipe: pipe, ready: make(chan head, 1)}
 }
 
 func (w *streamWriter) Write(p []byte) (int, error) {
@@ -116,24 +147,88 @@ func (w *streamWriter) Flush() {
 
 // send hands the head over once; w.mu is held.
 func (w *streamWriter) send(first []byte) {
-	if w.sent {
-		return
+	if h, ok := w.take(first); ok {
+		w.ready <- h
 	}
-	if w.fixed == nil {
-		w.fixed = &head{status: http.StatusOK, header: w.header.Clone()}
-	}
-	// A content-type present but empty asks for none, as in net/http.
-	if _, has := w.fixed.header["Content-Type"]; !has && len(first) > 0 {
-		w.fixed.header.Set("Content-Type", http.DetectContentType(first))
-	}
-	w.sent = true
-	w.ready <- *w.fixed
 }
 
-func (w *streamWriter) headSent() bool {
+// answer sends h and body as the whole response.
+func (w *streamWriter) answer(h head, body string) {
+	w.mu.Lock()
+	w.fixed = &h
+	w.send(nil)
+	w.mu.Unlock()
+	_, _ = io.WriteString(w.pipe, body)
+	_ = w.pipe.Close()
+}
+
+// directWriter is the ResponseWriter of a local request's handler: each
+// write goes to the client's ResponseWriter as it comes, after the head a
+// function URL would send (multi-value headers joined with ",", cookies
+// apart). An event stream is flushed after every piece, so each
+// server-sent event reaches the client when the handler writes it; other
+// responses go when net/http's buffer fills or they end (a short answer
+// keeps its content-length, as through API Gateway).
+type directWriter struct {
+	pendingHead
+	dst         http.ResponseWriter
+	eventStream bool
+}
+
+func newDirectWriter(dst http.ResponseWriter) *directWriter {
+	return &directWriter{pendingHead: pendingHead{header: http.Header{}}, dst: dst}
+}
+
+func (w *directWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.sent
+	w.send(p)
+	n, err := w.dst.Write(p)
+	if err == nil && w.eventStream {
+		err = http.NewResponseController(w.dst).Flush()
+	}
+	return n, err
+}
+
+// Flush sends the head if it is still pending; an event stream's writes
+// are flushed as they come.
+func (w *directWriter) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.send(nil)
+}
+
+// send writes the head once; w.mu is held. An event stream's head is
+// flushed, so the client sees the stream open before its first event.
+func (w *directWriter) send(first []byte) {
+	h, ok := w.take(first)
+	if !ok {
+		return
+	}
+	dh := w.dst.Header()
+	for name, values := range h.header {
+		if strings.EqualFold(name, "set-cookie") {
+			for _, c := range values {
+				dh.Add("Set-Cookie", c)
+			}
+			continue
+		}
+		dh.Set(name, strings.Join(values, ",")) // as a function URL's head joins them
+	}
+	w.dst.WriteHeader(h.status)
+	w.eventStream = strings.HasPrefix(strings.ToLower(dh.Get("Content-Type")), "text/event-stream")
+	if w.eventStream {
+		_ = http.NewResponseController(w.dst).Flush()
+	}
+}
+
+// answer sends h and body as the whole response.
+func (w *directWriter) answer(h head, body string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.fixed = &h
+	w.send(nil)
+	_, _ = io.WriteString(w.dst, body)
 }
 
 // streamBody is a streamed response's body. Closing it (the runtime does
@@ -163,7 +258,7 @@ type streamedResponse struct {
 func (s streamedResponse) start(req *http.Request, cancel context.CancelFunc, release func()) *events.LambdaFunctionURLStreamingResponse {
 	pr, pw := io.Pipe()
 	w := newStreamWriter(pw)
-	handlerGoroutines.run(func() { s.serveStream(w, req, cancel, release) })
+	go s.serveStream(w, req, cancel, release)
 	h := <-w.ready
 	resp := &events.LambdaFunctionURLStreamingResponse{
 		StatusCode: h.status,
@@ -180,48 +275,9 @@ func (s streamedResponse) start(req *http.Request, cancel context.CancelFunc, re
 	return resp
 }
 
-// handlerGoroutines run streamed handlers. A goroutine that has served
-// a request keeps its grown stack for the next one: a new goroutine per
-// request grew its stack again each time, which cost the local server a
-// twentieth of its CPU in copying stacks.
-var handlerGoroutines = &goroutinePool{work: make(chan func()), idle: 10 * time.Second}
-
-// goroutinePool runs functions on goroutines that wait for more work
-// until they have been idle for idle.
-type goroutinePool struct {
-	work    chan func()
-	idle    time.Duration
-	started atomic.Int64 // goroutines started, for tests
-}
-
-// run hands fn to a waiting goroutine, or starts one.
-func (p *goroutinePool) run(fn func()) {
-	select {
-	case p.work <- fn:
-	default:
-		p.started.Add(1)
-		go p.serve(fn)
-	}
-}
-
-func (p *goroutinePool) serve(fn func()) {
-	timer := time.NewTimer(p.idle)
-	defer timer.Stop()
-	for {
-		fn()
-		fn = nil // not kept alive while waiting
-		timer.Reset(p.idle)
-		select {
-		case fn = <-p.work:
-		case <-timer.C:
-			return
-		}
-	}
-}
-
-// serveStream is the goroutine of a streamed response. A panic that
-// escapes the handler is logged; before the head it becomes a typed 500,
-// after it the body ends in errHandlerPanicked.
+// serveStream is the goroutine of a function URL's streamed response.
+// A panic that escapes the handler is logged; before the head it becomes
+// a typed 500, after it the body ends in errHandlerPanicked.
 func (s streamedResponse) serveStream(w *streamWriter, req *http.Request, cancel context.CancelFunc, release func()) {
 	defer release()
 	defer cancel()
@@ -232,34 +288,58 @@ func (s streamedResponse) serveStream(w *streamWriter, req *http.Request, cancel
 			_ = w.pipe.Close()
 			return
 		}
-		if v != http.ErrAbortHandler && s.logger != nil {
-			s.logger.Error("panic", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-		}
+		s.logPanic(v)
 		if w.headSent() {
 			_ = w.pipe.CloseWithError(errHandlerPanicked)
 			return
 		}
-		s.answerInternalError(w)
+		w.answer(s.internalError())
 	}()
 	s.handler.ServeHTTP(w, req)
 }
 
-// answerInternalError sends a typed 500 through a stream whose handler
-// panicked before its head.
-func (s streamedResponse) answerInternalError(w *streamWriter) {
+// serveDirect runs the handler for req in the caller's goroutine,
+// answering on dst (the local server). A panic that escapes the handler
+// is logged; before the head it becomes a typed 500, after it the
+// response is aborted, so the client sees it cut short rather than
+// complete.
+func (s streamedResponse) serveDirect(dst http.ResponseWriter, req *http.Request, cancel context.CancelFunc, release func()) {
+	defer release()
+	defer cancel()
+	w := newDirectWriter(dst)
+	defer func() {
+		v := recover()
+		if v == nil {
+			w.Flush() // a handler that wrote nothing answers 200, as in net/http
+			return
+		}
+		s.logPanic(v)
+		if w.headSent() {
+			panic(http.ErrAbortHandler)
+		}
+		w.answer(s.internalError())
+	}()
+	s.handler.ServeHTTP(w, req)
+}
+
+func (s streamedResponse) logPanic(v any) {
+	if v != http.ErrAbortHandler && s.logger != nil {
+		s.logger.Error("panic", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	}
+}
+
+// internalError is the typed 500 of a handler that panicked before its
+// head.
+func (s streamedResponse) internalError() (head, string) {
 	resp, id := typedResponse(envelope.Internal(), s.errorsURL)
 	if s.logger != nil {
 		s.logger.Info("request", "request_id", id, "status", resp.StatusCode, "error_type", string(envelope.InternalError))
 	}
-	w.mu.Lock()
-	w.fixed = &head{status: resp.StatusCode, header: http.Header{}}
+	h := head{status: resp.StatusCode, header: http.Header{}}
 	for name, value := range resp.Headers {
-		w.fixed.header.Set(name, value)
+		h.header.Set(name, value)
 	}
-	w.send(nil)
-	w.mu.Unlock()
-	_, _ = io.WriteString(w.pipe, resp.Body)
-	_ = w.pipe.Close()
+	return h, resp.Body
 }
 
 // bufferedStream is a buffered response as a streamed one: what a
