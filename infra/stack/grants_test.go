@@ -763,7 +763,7 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 		}
 		ev := events.SQSEvent{}
 		for _, m := range msgs {
-			ev.Records = append(ev.Records, events.SQSMessage{MessageId: m.ID, Body: string(m.Body), EventSource: "aws:sqs"})
+			ev.Records = append(ev.Records, events.SQSMessage{MessageId: m.ID, Body: string(m.Encoded()), EventSource: "aws:sqs"})
 		}
 		for start := 0; start < len(ev.Records); start += 10 {
 			end := min(start+10, len(ev.Records))
@@ -772,12 +772,12 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 				t.Errorf("worker batch: %v, failures %v", err, resp.BatchItemFailures)
 			}
 		}
-		resp, err := w.HandleSQS(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: again.ID, Body: string(again.Body), EventSource: "aws:sqs"}}})
+		resp, err := w.HandleSQS(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: again.ID, Body: string(again.Encoded()), EventSource: "aws:sqs"}}})
 		if err != nil || len(resp.BatchItemFailures) > 0 {
 			t.Errorf("the refund delivered again: %v, failures %v", err, resp.BatchItemFailures)
 		}
 		// An outbox message for the scheduled run to apply.
-		if err := f.plain.PutOutbox(ctx, []store.OutboxMessage{{ID: msgs[0].ID + "-outbox", Body: msgs[0].Body, CreatedAt: time.Now()}}); err != nil {
+		if err := f.plain.PutOutbox(ctx, []store.OutboxMessage{{ID: msgs[0].ID + "-outbox", Body: msgs[0].Encoded(), CreatedAt: time.Now()}}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := w.Sweep(ctx); err != nil {

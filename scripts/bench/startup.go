@@ -125,7 +125,7 @@ func workerEvent() ([]byte, error) {
 		Endpoint: "/v1/company_registry/search", Platform: "company_registry", LatencyMS: 12.5, Served: true,
 	})
 	return json.Marshal(events.SQSEvent{Records: []events.SQSMessage{{
-		MessageId: "bench-1", Body: string(m.Body), EventSource: "aws:sqs",
+		MessageId: "bench-1", Body: string(m.Encoded()), EventSource: "aws:sqs",
 		EventSourceARN: "arn:aws:sqs:us-east-1:123456789012:meridian-usage", AWSRegion: "us-east-1",
 		Attributes: map[string]string{"ApproximateReceiveCount": "1"},
 	}}})

@@ -32,7 +32,7 @@ type capturedEvents struct {
 }
 
 func (c *capturedEvents) Emit(m queue.Message) {
-	b, err := usage.Decode(m.Body)
+	b, err := usage.Decode(m.Encoded())
 	if err != nil || b.Usage == nil {
 		return
 	}

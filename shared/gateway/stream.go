@@ -21,6 +21,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/textproto"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -207,13 +208,16 @@ func (w *directWriter) send(first []byte) {
 	}
 	dh := w.dst.Header()
 	for name, values := range h.header {
-		if strings.EqualFold(name, "set-cookie") {
+		switch {
+		case strings.EqualFold(name, "set-cookie"):
 			for _, c := range values {
 				dh.Add("Set-Cookie", c)
 			}
-			continue
+		case len(values) == 1 && textproto.CanonicalMIMEHeaderKey(name) == name:
+			dh[name] = values // the head is a copy no one changes: no need for another
+		default:
+			dh.Set(name, strings.Join(values, ",")) // as a function URL's head joins them
 		}
-		dh.Set(name, strings.Join(values, ",")) // as a function URL's head joins them
 	}
 	w.dst.WriteHeader(h.status)
 	w.eventStream = strings.HasPrefix(strings.ToLower(dh.Get("Content-Type")), "text/event-stream")

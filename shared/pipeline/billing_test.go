@@ -49,7 +49,7 @@ type eventLog struct {
 }
 
 func (l *eventLog) Emit(m queue.Message) {
-	b, err := usage.Decode(m.Body)
+	b, err := usage.Decode(m.Encoded())
 	if err != nil {
 		panic(err)
 	}
@@ -58,7 +58,7 @@ func (l *eventLog) Emit(m queue.Message) {
 	apply := l.apply
 	l.mu.Unlock()
 	if apply {
-		if err := l.worker.Handle(context.Background(), m.Body); err != nil {
+		if err := l.worker.Handle(context.Background(), m.Encoded()); err != nil {
 			panic(err)
 		}
 	}

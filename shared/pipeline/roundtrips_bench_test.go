@@ -762,7 +762,7 @@ func BenchmarkStoreRoundTrips(b *testing.B) {
 	}
 	env.after.Wait(ctx)
 	for _, m := range sink.take() {
-		_ = worker.Handle(ctx, m.Body)
+		_ = worker.Handle(ctx, m.Encoded())
 	}
 	var replayKey string
 	replay := func(int) *http.Request {
@@ -895,7 +895,7 @@ func BenchmarkStoreRoundTrips(b *testing.B) {
 				msgs := sink.take()
 				sum.Events += float64(len(msgs))
 				for _, m := range msgs {
-					pending = append(pending, m.Body)
+					pending = append(pending, m.Encoded())
 				}
 				for len(pending) >= sqsBatch || (i == b.N-1 && len(pending) > 0) {
 					n := min(sqsBatch, len(pending))

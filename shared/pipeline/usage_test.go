@@ -90,7 +90,7 @@ func TestPendingRefundIsReconciledOnce(t *testing.T) {
 	}
 	msg := usage.ReconcileMessage(rec[0])
 	for i := 0; i < 3; i++ {
-		if err := b.events.worker.Handle(context.Background(), msg.Body); err != nil {
+		if err := b.events.worker.Handle(context.Background(), msg.Encoded()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -123,7 +123,7 @@ func TestUnwrittenSettleIsReconciled(t *testing.T) {
 	if len(rec) != 1 || rec[0].Action != usage.Settle || rec[0].RequestID != r.body["request_id"] {
 		t.Fatalf("reconciliations: %+v", rec)
 	}
-	if err := b.events.worker.Handle(context.Background(), usage.ReconcileMessage(rec[0]).Body); err != nil {
+	if err := b.events.worker.Handle(context.Background(), usage.ReconcileMessage(rec[0]).Encoded()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.store.Refund(context.Background(), b.account.ID, rec[0].RequestID); !errors.Is(err, store.ErrSettled) {

@@ -5,7 +5,9 @@ package queue
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -14,10 +16,41 @@ import (
 type Message struct {
 	ID   string
 	Body []byte
-	// Decoded is the value Body encodes, as its sender built it, or nil.
-	// A queue in the same process may apply it without decoding Body;
-	// every other queue carries Body alone.
+	// Decoded is the value the body encodes, as its sender built it, or
+	// nil. A queue in the same process applies it without any encoding;
+	// a sender may then leave Body nil, and whatever takes the message
+	// out of the process reads Encoded.
 	Decoded any
+}
+
+// Encoded is the message's body: Body, or else Decoded as JSON.
+func (m Message) Encoded() []byte {
+	if m.Body != nil || m.Decoded == nil {
+		return m.Body
+	}
+	b, err := json.Marshal(m.Decoded)
+	if err != nil {
+		return nil // an empty body, which the worker refuses as poison
+	}
+	return b
+}
+
+// WithBodies is msgs with every Body filled in from Encoded; msgs itself
+// is not changed.
+func WithBodies(msgs []Message) []Message {
+	var out []Message
+	for i, m := range msgs {
+		if m.Body == nil && m.Decoded != nil {
+			if out == nil {
+				out = slices.Clone(msgs)
+			}
+			out[i].Body = m.Encoded()
+		}
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
 }
 
 // Queue sends messages. Send is all-or-some: a *SendError names the

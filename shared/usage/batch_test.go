@@ -105,7 +105,7 @@ func usageMsg(id, account, endpoint string, status int, cost int64, mutate ...fu
 func sqsEvent(msgs ...queue.Message) events.SQSEvent {
 	var ev events.SQSEvent
 	for i, m := range msgs {
-		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprintf("m%d", i+1), Body: string(m.Body)})
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprintf("m%d", i+1), Body: string(m.Encoded())})
 	}
 	return ev
 }
@@ -280,7 +280,7 @@ func TestHandleMessagesUsesTheDecodedBody(t *testing.T) {
 	bad := usageMsg("", "acct_local", "/v1/x/y", 200, 1)
 	bad.Body = good.Body
 	encoded := usageMsg("req_encoded", "acct_local", "/v1/x/y", 200, 2)
-	encoded.Decoded = nil // from elsewhere: decoded from Body
+	encoded.Body, encoded.Decoded = encoded.Encoded(), nil // from elsewhere: decoded from Body
 	errs := w.HandleMessages(context.Background(), []queue.Message{good, bad, encoded})
 	if errs[0] != nil || !errors.Is(errs[1], usage.ErrPoison) || errs[2] != nil {
 		t.Fatalf("errors %v, want [nil poison nil]", errs)

@@ -135,7 +135,7 @@ func (e *Emitter) send(ctx context.Context, msgs []queue.Message) error {
 	now := e.Now()
 	kept := make([]store.OutboxMessage, len(refused))
 	for i, m := range refused {
-		kept[i] = store.OutboxMessage{ID: m.ID, Body: m.Body, CreatedAt: now}
+		kept[i] = store.OutboxMessage{ID: m.ID, Body: m.Encoded(), CreatedAt: now}
 	}
 	if perr := e.Outbox.PutOutbox(ctx, kept); perr != nil {
 		// Both the queue and the store failed: keep them for the next flush.

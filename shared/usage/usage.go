@@ -92,18 +92,16 @@ type Body struct {
 }
 
 // UsageMessage is the queue message of a usage event; its ID is stable, so
-// a re-sent event is recognised.
+// a re-sent event is recognised. Its body is encoded only when it leaves
+// the process (queue.Message.Encoded): the local server applies it as
+// built.
 func UsageMessage(e Event) queue.Message {
-	b := Body{Kind: KindUsage, Usage: &e}
-	body, _ := json.Marshal(b)
-	return queue.Message{ID: "usage-" + e.RequestID, Body: body, Decoded: b}
+	return queue.Message{ID: "usage-" + e.RequestID, Decoded: Body{Kind: KindUsage, Usage: &e}}
 }
 
 // ReconcileMessage is the queue message of a reconciliation.
 func ReconcileMessage(r Reconciliation) queue.Message {
-	b := Body{Kind: KindReconcile, Reconcile: &r}
-	body, _ := json.Marshal(b)
-	return queue.Message{ID: r.Action + "-" + r.RequestID, Body: body, Decoded: b}
+	return queue.Message{ID: r.Action + "-" + r.RequestID, Decoded: Body{Kind: KindReconcile, Reconcile: &r}}
 }
 
 // ErrPoison marks a message that can never be processed (it is not a

@@ -198,11 +198,11 @@ func TestWorkerAppliesEachMessageOnce(t *testing.T) {
 	refund := usage.ReconcileMessage(usage.Reconciliation{Action: usage.Refund, AccountID: acct.ID, RequestID: c.RequestID})
 	used := usage.UsageMessage(usage.Event{RequestID: "req_paid", Platform: "x", Status: 502, ErrorType: "UPSTREAM_ERROR", Served: true, At: time.Now()})
 	batch := events.SQSEvent{Records: []events.SQSMessage{
-		{MessageId: "m1", Body: string(refund.Body)},
+		{MessageId: "m1", Body: string(refund.Encoded())},
 		{MessageId: "m2", Body: "garbage"},
-		{MessageId: "m3", Body: string(used.Body)},
-		{MessageId: "m4", Body: string(refund.Body)}, // delivered twice
-		{MessageId: "m5", Body: string(used.Body)},
+		{MessageId: "m3", Body: string(used.Encoded())},
+		{MessageId: "m4", Body: string(refund.Encoded())}, // delivered twice
+		{MessageId: "m5", Body: string(used.Encoded())},
 	}}
 	resp, err := w.HandleSQS(context.Background(), batch)
 	if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "m2" {
@@ -223,7 +223,7 @@ func TestWorkerAppliesEachMessageOnce(t *testing.T) {
 	var logs bytes.Buffer
 	w.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 	settle := usage.ReconcileMessage(usage.Reconciliation{Action: usage.Settle, AccountID: acct.ID, RequestID: c.RequestID})
-	if err := w.Handle(context.Background(), settle.Body); err != nil {
+	if err := w.Handle(context.Background(), settle.Encoded()); err != nil {
 		t.Fatal(err)
 	}
 	if b := balance(t, s, acct.ID); b != 10 || !strings.Contains(logs.String(), "finished") {
@@ -298,7 +298,7 @@ func TestSweepAppliesTheOutboxFirst(t *testing.T) {
 	acct, c := paid(t, s)
 	settle := usage.ReconcileMessage(usage.Reconciliation{Action: usage.Settle, AccountID: acct.ID, RequestID: c.RequestID})
 	poison := queue.Message{ID: "poison", Body: []byte("{")}
-	if err := s.PutOutbox(context.Background(), []store.OutboxMessage{{ID: settle.ID, Body: settle.Body}, {ID: poison.ID, Body: poison.Body}}); err != nil {
+	if err := s.PutOutbox(context.Background(), []store.OutboxMessage{{ID: settle.ID, Body: settle.Encoded()}, {ID: poison.ID, Body: poison.Body}}); err != nil {
 		t.Fatal(err)
 	}
 	w := &usage.Worker{Store: s, Outcomes: s, Outbox: s,

@@ -68,7 +68,7 @@ func (w *Worker) HandleMessages(ctx context.Context, msgs []queue.Message) []err
 		if b, ok := m.Decoded.(Body); ok {
 			decoded[i].body, decoded[i].err = b, check(b)
 		} else {
-			decoded[i].body, decoded[i].err = Decode(m.Body)
+			decoded[i].body, decoded[i].err = Decode(m.Encoded())
 		}
 	}
 	return w.handleBatch(ctx, decoded, nil)

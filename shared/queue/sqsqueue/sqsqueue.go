@@ -68,7 +68,7 @@ func (q *Queue) Send(ctx context.Context, msgs []queue.Message) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	chunks := Chunk(msgs)
+	chunks := Chunk(queue.WithBodies(msgs))
 	results := make([]chunkResult, len(chunks))
 	sem := make(chan struct{}, parallel)
 	var wg sync.WaitGroup

@@ -32,10 +32,19 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
+// messages are messages with those ids; every other one carries only its
+// Decoded value, which Send encodes.
 func messages(ids ...string) []queue.Message {
+	type decoded struct {
+		N  int    `json:"n"`
+		ID string `json:"id"`
+	}
 	msgs := make([]queue.Message, len(ids))
 	for i, id := range ids {
 		msgs[i] = queue.Message{ID: id, Body: []byte(fmt.Sprintf(`{"n":%d,"id":%q}`, i, id))}
+		if i%2 == 1 {
+			msgs[i] = queue.Message{ID: id, Decoded: decoded{N: i, ID: id}}
+		}
 	}
 	return msgs
 }
@@ -87,9 +96,9 @@ func TestSendReceivesEachMessageOnce(t *testing.T) {
 	if n := sqstest.Drain(t, client, url, got.handler(nil)); n != 25 {
 		t.Errorf("handled %d messages, want 25", n)
 	}
-	for _, m := range msgs {
-		if b := got.bodies[m.ID]; len(b) != 1 || b[0] != string(m.Body) {
-			t.Errorf("%s: received %q, want once %q", m.ID, b, m.Body)
+	for i, m := range msgs {
+		if b := got.bodies[m.ID]; len(b) != 1 || b[0] != fmt.Sprintf(`{"n":%d,"id":%q}`, i, m.ID) {
+			t.Errorf("%s: received %q, want it once", m.ID, b)
 		}
 	}
 	if len(got.bodies) != 25 {
