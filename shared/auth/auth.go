@@ -48,12 +48,24 @@ func (NoKeys) Authenticate(context.Context, string) (Principal, error) {
 	return Principal{}, ErrUnknownKey
 }
 
-// keyPattern is spec 2.6: mn_ plus 43 base64url characters.
-var keyPattern = regexp.MustCompile(`^mn_[A-Za-z0-9_-]{43}$`)
-
-// WellFormed reports whether s has the shape of a Meridian key, so that
-// malformed keys are refused without a store lookup.
-func WellFormed(s string) bool { return keyPattern.MatchString(s) }
+// WellFormed reports whether s has the shape of a Meridian key (spec 2.6:
+// mn_ plus 43 base64url characters), so that malformed keys are refused
+// without a store lookup. A loop rather than a regular expression: it
+// runs on every request, more than once.
+func WellFormed(s string) bool {
+	const prefix = "mn_"
+	if len(s) != len(prefix)+43 || !strings.HasPrefix(s, prefix) {
+		return false
+	}
+	for i := len(prefix); i < len(s); i++ {
+		switch c := s[i]; {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // QueryKeyParam is the query parameter keys must never travel in.
 const QueryKeyParam = "api_key"

@@ -26,7 +26,8 @@ func TestWellFormed(t *testing.T) {
 		}
 	}
 	k := newKey(t)
-	for _, bad := range []string{"", "mn_", k[:45], k + "A", "mx_" + k[3:], "mn_" + strings.Repeat("+", 43), " " + k} {
+	for _, bad := range []string{"", "mn_", k[:45], k + "A", "mx_" + k[3:], "mn_" + strings.Repeat("+", 43), " " + k,
+		"MN_" + k[3:], k[:45] + "/", k[:45] + "=", k[:44] + "é", k[:45] + "\x00", k[:45] + "\n"} {
 		if WellFormed(bad) {
 			t.Errorf("%q accepted", bad)
 		}

@@ -61,7 +61,7 @@ func Local(routes []registry.Route, functions map[registry.Family]EventHandler, 
 func EventFromRequest(r *http.Request, route registry.Route, body []byte) events.APIGatewayV2HTTPRequest {
 	now := time.Now()
 	sourceIP, _, _ := net.SplitHostPort(r.RemoteAddr)
-	headers := map[string]string{}
+	headers := make(map[string]string, len(r.Header)+3)
 	for name, values := range r.Header {
 		if strings.EqualFold(name, "cookie") {
 			continue
@@ -73,7 +73,7 @@ func EventFromRequest(r *http.Request, route registry.Route, body []byte) events
 	headers["x-forwarded-proto"] = "http"
 	var query map[string]string
 	if q := r.URL.Query(); len(q) > 0 {
-		query = map[string]string{}
+		query = make(map[string]string, len(q))
 		for k, v := range q {
 			query[k] = strings.Join(v, ",")
 		}
@@ -97,7 +97,7 @@ func EventFromRequest(r *http.Request, route registry.Route, body []byte) events
 			RequestID:    strconv.FormatInt(now.UnixNano(), 36),
 			APIID:        "local",
 			DomainName:   r.Host,
-			DomainPrefix: strings.Split(r.Host, ".")[0],
+			DomainPrefix: domainPrefix(r.Host),
 			Time:         now.UTC().Format("02/Jan/2006:15:04:05 -0700"),
 			TimeEpoch:    now.UnixMilli(),
 			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{
@@ -115,6 +115,12 @@ func EventFromRequest(r *http.Request, route registry.Route, body []byte) events
 		ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true
 	}
 	return ev
+}
+
+// domainPrefix is the first label of host, as API Gateway reports it.
+func domainPrefix(host string) string {
+	prefix, _, _ := strings.Cut(host, ".")
+	return prefix
 }
 
 func writeEvent(w http.ResponseWriter, resp events.APIGatewayV2HTTPResponse) {
