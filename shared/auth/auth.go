@@ -102,7 +102,14 @@ var secretLike = regexp.MustCompile(`(mn|mc)_[A-Za-z0-9_-]{8,}`)
 
 // Redact removes secret-shaped text from s before s is logged or echoed:
 // a key pasted into a path or carried in an error never gets out.
-func Redact(s string) string { return secretLike.ReplaceAllString(s, "${1}_[redacted]") }
+// Text with neither prefix, as nearly every logged path, is returned as
+// it is without running the expression.
+func Redact(s string) string {
+	if !strings.Contains(s, "mn_") && !strings.Contains(s, "mc_") {
+		return s
+	}
+	return secretLike.ReplaceAllString(s, "${1}_[redacted]")
+}
 
 // ForLog redacts caller-supplied text, then bounds it to max bytes.
 func ForLog(s string, max int) string {

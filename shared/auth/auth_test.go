@@ -74,6 +74,11 @@ func TestRedact(t *testing.T) {
 			t.Errorf("Redact(%q) = %q", s, got)
 		}
 	}
+	for _, s := range []string{"/v1/company_registry/search", "mn_short", "amn_" + k[3:8]} {
+		if got := Redact(s); got != s {
+			t.Errorf("Redact(%q) = %q, want it unchanged", s, got)
+		}
+	}
 	if got := ForLog("/v1/"+strings.Repeat("a", 300), 20); got != "/v1/aaaaaaaaaaaaaaaa…" {
 		t.Errorf("ForLog bound: %q", got)
 	}

@@ -47,7 +47,8 @@ type Store struct {
 	recallPuts atomic.Int64
 	uses       lastUses
 	keys       keyMemo
-	byHash     keysByHash
+	byHash     *genMemo[store.Key]
+	cached     *genMemo[store.CacheEntry]
 }
 
 // Open opens (or creates) dir/meridian.db.
@@ -76,7 +77,7 @@ func Open(dir string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Store{db: db, now: func() time.Time { return time.Now().UTC() }}, nil
+	return &Store{db: db, now: func() time.Time { return time.Now().UTC() }, byHash: newKeysByHash(), cached: newCacheMemo()}, nil
 }
 
 // InProcess: reads are served from this process's memory map.
@@ -190,7 +191,7 @@ func (s *Store) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
 // updateKeys is update for a transaction that may write key records: once
 // it has committed (or failed), KeyByHash reads them afresh.
 func (s *Store) updateKeys(ctx context.Context, fn func(tx *bolt.Tx) error) error {
-	defer s.byHash.gen.Add(1)
+	defer s.byHash.moved()
 	return s.update(ctx, fn)
 }
 
@@ -717,6 +718,13 @@ func cacheEntryExpiry(raw []byte) (time.Time, bool) {
 }
 
 func (s *Store) CacheGet(ctx context.Context, key string, now time.Time) (store.CacheEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return store.CacheEntry{}, err
+	}
+	gen := s.cached.gen.Load()
+	if e, ok := s.cached.get(key, gen); ok && now.Before(e.ExpiresAt) {
+		return e, nil
+	}
 	var e store.CacheEntry
 	err := s.view(ctx, func(tx *bolt.Tx) (err error) {
 		raw := tx.Bucket(bCache).Get([]byte(key))
@@ -728,6 +736,9 @@ func (s *Store) CacheGet(ctx context.Context, key string, now time.Time) (store.
 		}
 		return err
 	})
+	if err == nil {
+		s.cached.keep(key, gen, e)
+	}
 	return e, err
 }
 
@@ -742,6 +753,7 @@ func (s *Store) CachePut(ctx context.Context, key string, data []byte, now, expi
 	entry := encodeCacheEntry(store.CacheEntry{Data: data, StoredAt: now, ExpiresAt: expiresAt})
 	// Grouped with concurrent cache writes into one commit (bbolt Batch):
 	// a cache entry is not money, and the function may run twice.
+	defer s.cached.moved()
 	return s.db.Batch(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bCache)
 		// Every 256th put drops what has expired (or cannot be read), so

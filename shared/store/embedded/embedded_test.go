@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -273,4 +274,54 @@ func TestKeyLookupsRacingWrites(t *testing.T) {
 	}
 	close(stop)
 	readers.Wait()
+}
+
+// Cache reads come from memory until a cache entry is written: a read
+// that raced a put is never served after the put returned, an entry is
+// not served past its expiry, and no caller shares another's data.
+func TestCacheLookupsRacingWrites(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir())
+	defer s.Close()
+	now := time.Now().UTC()
+	if err := s.CachePut(ctx, "k", []byte("0"), now, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	for r := 0; r < 4; r++ {
+		readers.Add(1)
+		go func() {
+			defer readers.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					e, err := s.CacheGet(ctx, "k", now)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					e.Data[0] = 'x' // a caller's own copy
+				}
+			}
+		}()
+	}
+	for i := 1; i <= 60; i++ {
+		want := fmt.Sprint(i)
+		if err := s.CachePut(ctx, "k", []byte(want), now, now.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if e, err := s.CacheGet(ctx, "k", now); err != nil || string(e.Data) != want {
+			close(stop)
+			readers.Wait()
+			t.Fatalf("after putting %q, the lookup saw %q (%v)", want, e.Data, err)
+		}
+	}
+	close(stop)
+	readers.Wait()
+	if _, err := s.CacheGet(ctx, "k", now.Add(time.Hour)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a remembered entry was served at its expiry: %v", err)
+	}
 }

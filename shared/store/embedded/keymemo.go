@@ -62,45 +62,74 @@ func copyKey(k store.Key) store.Key {
 	return k
 }
 
-// keysByHash answers KeyByHash without a read transaction while no key
-// has been written since: every write of a key record (creation, status,
-// limit, a charge or refund of its credits) goes through updateKeys,
-// which moves gen on once its transaction has committed, and an entry is
-// used only under the gen it was read at. A read that raced a write is
+// genMemo remembers values read from the file while nothing they depend
+// on has been written since. Every transaction that may write such a
+// record moves gen on once it has committed (or failed), and a value is
+// used only under the gen it was read at: a read that raced a write is
 // kept under the old gen, so it is never served after that write
-// returned: revocation applies on the very next request. Unknown hashes
-// are not kept (anyone can send those).
-type keysByHash struct {
-	gen atomic.Uint64
-	mu  sync.RWMutex
-	m   map[string]genKey
+// returned. Past max entries the memo starts again empty.
+type genMemo[V any] struct {
+	gen  atomic.Uint64
+	copy func(V) V // a value of the caller's own
+	max  int
+
+	mu sync.RWMutex
+	m  map[string]genValue[V]
 }
 
-type genKey struct {
+type genValue[V any] struct {
 	gen uint64
-	key store.Key
+	v   V
 }
 
-// get returns the key under hash if it was read at gen.
-func (c *keysByHash) get(hash string, gen uint64) (store.Key, bool) {
+// moved marks a write of what the memo holds.
+func (c *genMemo[V]) moved() { c.gen.Add(1) }
+
+// get returns the value under k if it was read at gen.
+func (c *genMemo[V]) get(k string, gen uint64) (V, bool) {
 	c.mu.RLock()
-	e, ok := c.m[hash]
+	e, ok := c.m[k]
 	c.mu.RUnlock()
 	if !ok || e.gen != gen {
-		return store.Key{}, false
+		var zero V
+		return zero, false
 	}
-	return copyKey(e.key), true
+	return c.copy(e.v), true
 }
 
-// keep remembers k, read at gen, unless a key was written since.
-func (c *keysByHash) keep(hash string, gen uint64, k store.Key) {
+// keep remembers v, read at gen, unless a write has happened since.
+func (c *genMemo[V]) keep(k string, gen uint64, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen.Load() != gen {
 		return
 	}
-	if c.m == nil || len(c.m) >= maxKeyMemo {
-		c.m = map[string]genKey{}
+	if c.m == nil || len(c.m) >= c.max {
+		c.m = map[string]genValue[V]{}
 	}
-	c.m[hash] = genKey{gen: gen, key: copyKey(k)}
+	c.m[k] = genValue[V]{gen: gen, v: c.copy(v)}
+}
+
+// newKeysByHash answers KeyByHash without a read transaction while no key
+// has been written since (updateKeys moves it on after creation, status,
+// limit, a charge or refund of a key's credits): revocation applies on
+// the very next request. Unknown hashes are not kept (anyone can send
+// those).
+func newKeysByHash() *genMemo[store.Key] {
+	return &genMemo[store.Key]{copy: copyKey, max: maxKeyMemo}
+}
+
+// maxCacheMemo bounds the response-cache memo (entries of at most
+// store.MaxCachedBytes each).
+const maxCacheMemo = 1 << 10
+
+// newCacheMemo answers CacheGet without a read transaction while no cache
+// entry has been written since (CachePut moves it on after its commit).
+// Each caller gets data of its own. Missing and expired entries are not
+// kept.
+func newCacheMemo() *genMemo[store.CacheEntry] {
+	return &genMemo[store.CacheEntry]{copy: func(e store.CacheEntry) store.CacheEntry {
+		e.Data = bytes.Clone(e.Data)
+		return e
+	}, max: maxCacheMemo}
 }
