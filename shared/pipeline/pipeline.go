@@ -152,11 +152,12 @@ type Pipeline struct {
 	cfg Config
 	// gate authenticates and admits in one store step, when the key
 	// source is the store and the store keeps the limits too.
-	gate    store.Gate
-	wallets walletQueue
-	routes  *registry.RouteTable
-	openapi openAPIDocs
-	mcp     mcpSurface
+	gate        store.Gate
+	wallets     walletQueue
+	routes      *registry.RouteTable
+	sandboxData sandboxMemo
+	openapi     openAPIDocs
+	mcp         mcpSurface
 	// cacheInProcess: cache lookups are made in line (store.InProcess).
 	cacheInProcess bool
 }

@@ -1,7 +1,10 @@
 package pipeline
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
+	"sync"
 
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/registry"
@@ -31,7 +34,14 @@ func (p *Pipeline) serveSandbox(x *exchange, c *Call) {
 		x.fail(notAvailable(e, true))
 		return
 	}
-	data, err := sandbox.Generate(schema, e.Key()+"?"+c.Params.CacheKey(), e.Platform)
+	data, err := p.sandboxData.get(e.Key()+"?"+c.Params.CacheKey(), func(seed string) (json.RawMessage, error) {
+		data, err := sandbox.Generate(schema, seed, e.Platform)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := envelope.Marshal(data)
+		return bytes.TrimSuffix(raw, []byte("\n")), err
+	})
 	if err != nil {
 		p.cfg.Logger.Error("sandbox", "request_id", x.requestID, "error", err.Error())
 		x.fail(envelope.Internal())
@@ -60,4 +70,38 @@ func sandboxIndex(reg *registry.Registry) map[string]any {
 		"count":       len(paths),
 		"items":       paths,
 	}
+}
+
+// maxSandboxMemo bounds the remembered sandbox answers; past it the memo
+// starts again empty.
+const maxSandboxMemo = 1024
+
+// sandboxMemo remembers the encoded synthetic data of recent sandbox
+// calls. The data is a function of its seed (the endpoint and the
+// canonical query), and generating and encoding it was most of a sandbox
+// call's work. Callers only read what it returns.
+type sandboxMemo struct {
+	mu sync.RWMutex
+	m  map[string]json.RawMessage
+}
+
+// get is the data of seed, made by generate unless remembered.
+func (s *sandboxMemo) get(seed string, generate func(seed string) (json.RawMessage, error)) (json.RawMessage, error) {
+	s.mu.RLock()
+	data, ok := s.m[seed]
+	s.mu.RUnlock()
+	if ok {
+		return data, nil
+	}
+	data, err := generate(seed)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.m == nil || len(s.m) >= maxSandboxMemo {
+		s.m = map[string]json.RawMessage{}
+	}
+	s.m[seed] = data
+	s.mu.Unlock()
+	return data, nil
 }

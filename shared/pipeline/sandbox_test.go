@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -74,5 +76,43 @@ func TestSandboxKeepsV1Validation(t *testing.T) {
 	}
 	if v1 := h.get("/v1/company_registry/search?query=acme"); v1.code != 501 || v1.body["synthetic"] != nil {
 		t.Error("/v1 never falls back to the sandbox")
+	}
+}
+
+// The sandbox memo generates each seed's data once, keeps no failure and
+// stays within its bound.
+func TestSandboxMemo(t *testing.T) {
+	var m sandboxMemo
+	calls := 0
+	gen := func(seed string) (json.RawMessage, error) {
+		calls++
+		if seed == "bad" {
+			return nil, errors.New("no schema")
+		}
+		return json.RawMessage(`{"seed":"` + seed + `"}`), nil
+	}
+	for i := 0; i < 3; i++ {
+		if data, err := m.get("a", gen); err != nil || string(data) != `{"seed":"a"}` {
+			t.Fatalf("%s %v", data, err)
+		}
+	}
+	if calls != 1 {
+		t.Fatalf("one seed generated %d times", calls)
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := m.get("bad", gen); err == nil {
+			t.Fatal("a failed generation was answered")
+		}
+	}
+	if calls != 3 {
+		t.Fatalf("a failed generation was remembered (%d calls)", calls)
+	}
+	for i := 0; i < 2*maxSandboxMemo; i++ {
+		if _, err := m.get(fmt.Sprint(i), gen); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(m.m) > maxSandboxMemo {
+		t.Fatalf("%d entries kept, bound %d", len(m.m), maxSandboxMemo)
 	}
 }
