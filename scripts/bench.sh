@@ -112,7 +112,7 @@ $GO build -o "$out/bench" ./scripts/bench
 
 # 2. HTTP throughput.
 args=(-out "$out/http.json" -duration "${BENCH_DURATION:-10s}" -warmup "${BENCH_WARMUP:-2s}" -threads "${BENCH_THREADS:-2}"
-  -connections "${BENCH_CONNECTIONS:-64}" -keys "${BENCH_KEYS:-500}" -tmpfs "$tmpfs")
+  -connections "${BENCH_CONNECTIONS:-64}" -keys "${BENCH_KEYS:-2000}" -tmpfs "$tmpfs")
 record http "go run ./scripts/bench http ${args[*]}"
 load http
 log "section 2: go run ./scripts/bench http ${args[*]}"

@@ -199,7 +199,7 @@ func runHTTP(args []string) error {
 	warmup := fs.Duration("warmup", 2*time.Second, "an unmeasured wrk run before each")
 	threads := fs.Int("threads", 2, "wrk threads")
 	connections := fs.Int("connections", 64, "wrk connections")
-	keys := fs.Int("keys", 500, "API keys per measured run (600 requests a minute each)")
+	keys := fs.Int("keys", 2000, "API keys per measured run (600 requests a minute each)")
 	tmpfs := fs.String("tmpfs", "/dev/shm", "tmpfs folder for the second store (empty: disk only)")
 	fixtures := fs.String("fixtures", "testdata/upstream", "replay fixtures")
 	wrkPath := fs.String("wrk", "wrk", "wrk binary")

@@ -496,9 +496,10 @@ func runReport(args []string) error {
 	m.p("The embedded store keeps per-key limits in memory (one process holds its file) and writes cache entries after the response in " +
 		"grouped commits (bbolt `Batch`), so a cache hit and a 400 read bbolt and write nothing: the disk and tmpfs rows differ only by the paid " +
 		"call's money writes, which stay durable (an fsync each on disk). The 401 (no key) touches no store. A cache hit reads its entry " +
-		"in a binary form (times, then the data as stored), in line rather than in a goroutine of its own; answers the key lookup from memory " +
-		"until a key is written (every transaction that writes a key moves a generation on once it has committed, so a revocation is seen " +
-		"on the next request); and splices the cached data into the envelope without encoding it again.")
+		"in a binary form (times, then the data as stored), in line rather than in a goroutine of its own, and from memory until a cache " +
+		"entry is written; answers the key lookup from memory until a key is written (every transaction that writes a key, or a cache " +
+		"entry, moves a generation on once it has committed, so a revocation is seen on the next request); and splices the cached data " +
+		"into the envelope without encoding it again.")
 	m.p("")
 	for _, p := range pipelines {
 		m.command(cmds["pipeline-"+p.store])
@@ -561,13 +562,12 @@ func writeWhy(m *md, pipelines []pipelineRun, httpRes HTTPResult, bare map[strin
 		}
 	}
 	if len(slow) > 0 {
-		m.p("- **Local server throughput: %s.** The bare handler only copies bytes; every Meridian request also crosses the API Gateway event "+
-			"adaptation, looks its key up (from memory while no key is written), validates, reads the cache entry from bbolt (the sandbox "+
-			"generates its synthetic data instead), and writes its JSON log line; its usage event is then applied by "+
-			"the in-process worker, which gathers them for 10 ms (up to 1000) into one bbolt write transaction (an fsync on the "+
-			"disk store; bbolt runs one write transaction at a time). Each request runs in a goroutine of its own behind the streaming "+
-			"adaptation, as in Lambda, and its response is copied through a pipe. Two cores are shared by wrk, the server and, for Meridian, its replay upstream and worker. "+
-			"Section 2's profile shows where the time goes.", strings.Join(slow, "; "))
+		m.p("- **Local server throughput: %s.** The bare handler only copies bytes; every Meridian request also becomes the API Gateway "+
+			"event and is read back from it (api-proxy's conversion, as in Lambda), looks its key up and is admitted (from memory), "+
+			"validates, reads the cache entry (from memory while no entry is written; the sandbox reuses its synthetic data per query), "+
+			"writes its head as a function URL would and its JSON log line; its usage event is then applied by the in-process worker, "+
+			"which gathers them for 50 ms (up to 1000) into one bbolt write transaction (an fsync on the disk store). Two cores are shared "+
+			"by wrk, the server and, for Meridian, its worker. Section 2's profile shows where the time goes.", strings.Join(slow, "; "))
 	}
 	for _, k := range []struct {
 		kind   string
@@ -991,8 +991,9 @@ func writeStartup(m *md, res StartupResult, cmds map[string]string) {
 // server's CPU samples section 2 reports.
 var profileFrames = []struct{ label, fn string }{
 	{"net/http serving connections (all of the below included)", "net/http.(*conn).serve"},
-	{"API Gateway event adaptation and copying the answer to the client", "app.LocalHandler.Local.func1"},
-	{"the answer's handler goroutine (streaming adapter and pipeline)", "gateway.streamedResponse.serveStream"},
+	{"the local server's handler (the event, the family's function, the pipeline)", "gateway.Local.func1"},
+	{"the family's function (the request read back from the event, the pipeline)", "Lambda.func1"},
+	{"the answer written to the client (the pipeline and the head)", "gateway.streamedResponse.serveDirect"},
 	{"the pipeline (`Pipeline.ServeHTTP`)", "pipeline.(*Pipeline).ServeHTTP"},
 	{"per-key limits: admission", "pipeline.(*Pipeline).admit"},
 	{"per-key limits: slot release", "pipeline.(*Pipeline).release"},
@@ -1073,11 +1074,11 @@ func writeProfiles(m *md, res HTTPResult) {
 		}
 	}
 	m.table(head, rows)
-	if sh := cols[stores[0]]; sh != nil && sh["app.LocalHandler.Local.func1"] > 0 {
-		m.p("On the %s store, Meridian's own work is the pipeline (%s%% of samples), the event adaptation and the copy of the answer (%s%%) "+
+	if sh := cols[stores[0]]; sh != nil && sh["gateway.Local.func1"] > 0 {
+		m.p("On the %s store, Meridian's own work is the pipeline (%s%% of samples), the event adaptation and the answer's head (%s%%) "+
 			"and the in-process usage worker (%s%%); the rest is mostly net/http reading requests and writing responses, which the bare "+
 			"handler does too, and the collector.", stores[0], fmtFloat(sh["pipeline.(*Pipeline).ServeHTTP"]),
-			fmtFloat(sh["app.LocalHandler.Local.func1"]+sh["gateway.streamedResponse.serveStream"]-sh["pipeline.(*Pipeline).ServeHTTP"]),
+			fmtFloat(sh["gateway.Local.func1"]-sh["pipeline.(*Pipeline).ServeHTTP"]),
 			fmtFloat(sh["usage.(*LocalQueue).applyBatch"]))
 		m.p("")
 	}

@@ -60,7 +60,7 @@ func (q *LocalQueue) Pending() int { return int(q.pending.Load()) }
 // appear at most localLinger later.
 const (
 	localBatch  = 1000
-	localLinger = 10 * time.Millisecond
+	localLinger = 50 * time.Millisecond
 )
 
 // Run applies messages until ctx ends: each message received and the
