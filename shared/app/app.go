@@ -306,14 +306,14 @@ func StartLambda(family registry.Family) {
 	lambda.Start(gateway.FunctionURLAware(h))
 }
 
-// LocalHandler serves every family in one process through the same event
-// adaptation Lambda uses.
+// LocalHandler serves every family in one process, each request as its
+// family's function sees it in Lambda (gateway.Local).
 func LocalHandler(logger *slog.Logger, deps Deps) http.Handler {
-	functions := map[registry.Family]gateway.EventHandler{}
+	handlers := map[registry.Family]http.Handler{}
 	for _, f := range registry.Families {
-		functions[f] = Function(f, logger, deps)
+		handlers[f] = pipeline.New(Config(f, logger, deps))
 	}
-	return gateway.Local(registry.Default().Routes(), functions, logger, os.Getenv(EnvErrorsURL))
+	return gateway.Local(registry.Default().Routes(), handlers, logger, os.Getenv(EnvErrorsURL))
 }
 
 // localGCPercent is the local server's garbage collection target unless

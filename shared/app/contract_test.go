@@ -138,13 +138,13 @@ func newContractEnv(t *testing.T, o contractOptions) *contractEnv {
 		env.h = app.LocalHandler(logger, deps)
 	} else {
 		// app.LocalHandler, with each family's configuration changed.
-		functions := map[registry.Family]gateway.EventHandler{}
+		handlers := map[registry.Family]http.Handler{}
 		for _, f := range registry.Families {
 			cfg := app.Config(f, logger, deps)
 			o.mutate(&cfg)
-			functions[f] = gateway.Lambda(pipeline.New(cfg), logger, cfg.ErrorsURL)
+			handlers[f] = pipeline.New(cfg)
 		}
-		env.h = gateway.Local(registry.Default().Routes(), functions, logger, os.Getenv(app.EnvErrorsURL))
+		env.h = gateway.Local(registry.Default().Routes(), handlers, logger, os.Getenv(app.EnvErrorsURL))
 	}
 	env.spec = loadContractSpec(t, env.h)
 	return env

@@ -27,7 +27,7 @@ func FunctionURLAware(h EventHandler) func(context.Context, events.APIGatewayV2H
 		if !fromFunctionURL(ev) {
 			return h(ctx, ev)
 		}
-		ctx, slot := offerStream(ctx, nil)
+		ctx, slot := offerStream(ctx)
 		resp, err := h(ctx, ev)
 		if slot.resp != nil {
 			if err != nil { // a wrapper failed after the stream began

@@ -33,9 +33,8 @@ type EventHandler func(context.Context, events.APIGatewayV2HTTPRequest) (events.
 // adapter, decides what they mean; an event that still cannot become a
 // request gets a typed 400 instead of a Lambda error (which API Gateway
 // would turn into an untyped 500). When the caller offered a stream slot
-// (FunctionURLAware, Local) the same request is answered streamed
-// (stream.go: through the slot, or on the local server's own writer) and
-// the returned event is empty.
+// (FunctionURLAware) the same request is answered streamed (stream.go)
+// and the returned event is empty.
 func Lambda(h http.Handler, logger *slog.Logger, errorsURL string) EventHandler {
 	adapter := httpadapter.NewV2(h)
 	return func(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
@@ -65,12 +64,7 @@ func Lambda(h http.Handler, logger *slog.Logger, errorsURL string) EventHandler 
 				return unreadable(logger, errorsURL, ev), nil
 			}
 			s := streamedResponse{handler: h, logger: logger, errorsURL: errorsReference(errorsURL, ev)}
-			if slot.direct != nil {
-				slot.served = true
-				s.serveDirect(slot.direct, req, cancel, holdInvocation(ctx))
-			} else {
-				slot.resp = s.start(req, cancel, holdInvocation(ctx))
-			}
+			slot.resp = s.start(req, cancel, holdInvocation(ctx))
 			return events.APIGatewayV2HTTPResponse{}, nil
 		}
 		defer cancel()

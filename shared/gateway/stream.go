@@ -1,17 +1,14 @@
 package gateway
 
-// Streamed responses. A caller that can pass a response on as it is
-// written (a function URL invocation in RESPONSE_STREAM mode, the local
-// server) offers a slot in the context. For a function URL, Lambda's
-// handler runs the family's http.Handler in a goroutine and answers
-// through the slot with a LambdaFunctionURLStreamingResponse as soon as
-// the status is known, whose Body carries the handler's writes
-// unbuffered. The local server offers its own ResponseWriter instead: the
-// handler runs in the server's goroutine and each write goes to the client
-// with the head a function URL would have sent. Every other caller (API
-// Gateway) gets the buffered v2 response. EventHandler keeps Lambda's
-// signature, so its wrappers (AfterInvocation) and the local server's
-// table of functions serve both.
+// Streamed responses. A function URL invocation in RESPONSE_STREAM mode
+// offers a slot in the context; Lambda's handler then runs the family's
+// http.Handler in a goroutine and answers through the slot with a
+// LambdaFunctionURLStreamingResponse as soon as the status is known,
+// whose Body carries the handler's writes unbuffered. Every other caller
+// (API Gateway) gets the buffered v2 response. EventHandler keeps
+// Lambda's signature, so its wrappers (AfterInvocation) serve both. The
+// local server answers in its own goroutine with the head a function URL
+// would send (serveDirect).
 
 import (
 	"context"
@@ -39,19 +36,16 @@ var errHandlerPanicked = errors.New("the handler panicked; the response is incom
 
 type streamSlotKey struct{}
 
-// streamSlot receives the streamed response of one invocation, or, when
-// direct is set (the local server), has the handler write to direct.
+// streamSlot receives the streamed response of one invocation.
 type streamSlot struct {
-	taken  bool
-	resp   *events.LambdaFunctionURLStreamingResponse
-	direct http.ResponseWriter
-	served bool // the handler has answered on direct
+	taken bool
+	resp  *events.LambdaFunctionURLStreamingResponse
 }
 
 // offerStream lets the EventHandler called with the returned context
-// answer through slot instead of buffering: on direct when it is not nil.
-func offerStream(ctx context.Context, direct http.ResponseWriter) (context.Context, *streamSlot) {
-	slot := &streamSlot{direct: direct}
+// answer through slot instead of buffering.
+func offerStream(ctx context.Context) (context.Context, *streamSlot) {
+	slot := &streamSlot{}
 	return context.WithValue(ctx, streamSlotKey{}, slot), slot
 }
 
@@ -303,7 +297,7 @@ func (s streamedResponse) serveStream(w *streamWriter, req *http.Request, cancel
 }
 
 // serveDirect runs the handler for req in the caller's goroutine,
-// answering on dst (the local server). A panic that escapes the handler
+// answering on dst (the local server) as a function URL would. A panic that escapes the handler
 // is logged; before the head it becomes a typed 500, after it the
 // response is aborted, so the client sees it cut short rather than
 // complete.

@@ -158,7 +158,7 @@ func TestFunctionURLStreamsEachWriteAsItHappens(t *testing.T) {
 
 func TestLocalServerStreamsEventsAsTheyAreWritten(t *testing.T) {
 	release, finished := make(chan struct{}), make(chan struct{})
-	srv := httptest.NewServer(localServer(gateway.Lambda(twoEvents(release, finished), nil, "")))
+	srv := httptest.NewServer(localServer(twoEvents(release, finished)))
 	defer srv.Close()
 	var res *http.Response
 	var err error
@@ -189,13 +189,13 @@ func TestLocalServerStreamsEventsAsTheyAreWritten(t *testing.T) {
 	}
 }
 
-// localServer serves every family with fn, as app.LocalHandler does.
-func localServer(fn gateway.EventHandler) http.Handler {
-	functions := map[registry.Family]gateway.EventHandler{}
+// localServer serves every family with h, as app.LocalHandler does.
+func localServer(h http.Handler) http.Handler {
+	handlers := map[registry.Family]http.Handler{}
 	for _, f := range registry.Families {
-		functions[f] = fn
+		handlers[f] = h
 	}
-	return gateway.Local(registry.Default().Routes(), functions, slog.New(slog.DiscardHandler), "")
+	return gateway.Local(registry.Default().Routes(), handlers, slog.New(slog.DiscardHandler), "")
 }
 
 func TestLocalClientDisconnectCancelsTheHandler(t *testing.T) {
@@ -210,7 +210,7 @@ func TestLocalClientDisconnectCancelsTheHandler(t *testing.T) {
 		case <-time.After(10 * time.Second):
 		}
 	})
-	srv := httptest.NewServer(localServer(gateway.Lambda(h, nil, "")))
+	srv := httptest.NewServer(localServer(h))
 	defer srv.Close()
 	ctx, hangUp := context.WithCancel(context.Background())
 	defer hangUp()
@@ -293,7 +293,7 @@ func TestPanicEndsTheStream(t *testing.T) {
 		}
 	})
 	t.Run("local server", func(t *testing.T) {
-		srv := httptest.NewServer(localServer(gateway.Lambda(afterFirst, slog.New(slog.DiscardHandler), "")))
+		srv := httptest.NewServer(localServer(afterFirst))
 		defer srv.Close()
 		var res *http.Response
 		var err error
@@ -341,7 +341,7 @@ func TestStreamHeadIsFixedAsInNetHTTP(t *testing.T) {
 	}
 
 	// The local server writes the same head.
-	srv := httptest.NewServer(localServer(gateway.Lambda(h, nil, "")))
+	srv := httptest.NewServer(localServer(h))
 	defer srv.Close()
 	res, err := http.Post(srv.URL+"/v1", "text/plain", nil)
 	if err != nil {
@@ -376,7 +376,7 @@ func TestStreamDeadlines(t *testing.T) {
 	if has {
 		t.Fatalf("a function URL stream got a deadline in %v", time.Until(deadline))
 	}
-	srv := httptest.NewServer(localServer(gateway.Lambda(h, nil, "")))
+	srv := httptest.NewServer(localServer(h))
 	defer srv.Close()
 	res, err := http.Get(srv.URL + "/v1")
 	if err != nil {

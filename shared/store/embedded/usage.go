@@ -43,6 +43,30 @@ func minuteKey(minute int64, platform string) []byte {
 	return []byte(fmt.Sprintf("%012d\x00%s", minute, platform))
 }
 
+// minuteID and usageID name a batch's counters in memory; their keys in
+// the file (minuteKey, usageKey) are built once per counter, when it is
+// read and written, not once per record.
+type minuteID struct {
+	minute   int64
+	platform string
+}
+
+type usageID struct{ account, date, endpoint string }
+
+// dayNames gives a record's UTC date (store.UsageDate), formatting each
+// day once: a batch's records nearly all share one.
+type dayNames struct {
+	start time.Time
+	name  string
+}
+
+func (d *dayNames) date(t time.Time) string {
+	if start := store.UsageDayStart(t); d.name == "" || !start.Equal(d.start) {
+		d.start, d.name = start, store.UsageDate(t)
+	}
+	return d.name
+}
+
 func usageKey(accountID, date, endpoint string) []byte {
 	return []byte(accountID + "\x00" + date + "\x00" + endpoint)
 }
@@ -85,8 +109,9 @@ func (s *Store) RecordUsage(ctx context.Context, records []store.UsageRecord, no
 				return err
 			}
 		}
-		minutes := map[string]*store.MinuteStats{}
-		accounts := map[string]*usageCounts{}
+		minutes := map[minuteID]*store.MinuteStats{}
+		accounts := map[usageID]*usageCounts{}
+		var dayOf dayNames
 		var newest time.Time
 		exp := nanos(now.Add(store.OutcomeDedupWindow))
 		for _, r := range records {
@@ -113,10 +138,10 @@ func (s *Store) RecordUsage(ctx context.Context, records []store.UsageRecord, no
 			}
 			if o := r.Outcome; o != nil {
 				minute := r.At.Unix() / 60
-				k := string(minuteKey(minute, o.Platform))
+				k := minuteID{minute, o.Platform}
 				m := minutes[k]
 				if m == nil {
-					got, err := get[store.MinuteStats](tx.Bucket(bOutcomes), []byte(k))
+					got, err := get[store.MinuteStats](tx.Bucket(bOutcomes), minuteKey(minute, o.Platform))
 					if err != nil && !errors.Is(err, store.ErrNotFound) {
 						return err
 					}
@@ -133,12 +158,12 @@ func (s *Store) RecordUsage(ctx context.Context, records []store.UsageRecord, no
 				m.Histogram[store.Bucket(o.Latency)]++
 			}
 			if r.AccountUsage() {
-				k := string(usageKey(r.AccountID, store.UsageDate(r.At), r.Endpoint))
+				k := usageID{r.AccountID, dayOf.date(r.At), r.Endpoint}
 				u := accounts[k]
 				if u == nil {
 					u = &usageCounts{}
 					if b := tx.Bucket(bAccountUsage); b != nil {
-						got, err := get[usageCounts](b, []byte(k))
+						got, err := get[usageCounts](b, usageKey(k.account, k.date, k.endpoint))
 						if err != nil && !errors.Is(err, store.ErrNotFound) {
 							return err
 						}
@@ -172,9 +197,9 @@ func (s *Store) RecordUsage(ctx context.Context, records []store.UsageRecord, no
 
 // writeMinutes stores the batch's minutes and drops the minutes older
 // than a day before the newest record: no one's status any more.
-func writeMinutes(b *bolt.Bucket, minutes map[string]*store.MinuteStats, newest time.Time) error {
+func writeMinutes(b *bolt.Bucket, minutes map[minuteID]*store.MinuteStats, newest time.Time) error {
 	for k, m := range minutes {
-		if err := put(b, []byte(k), m); err != nil {
+		if err := put(b, minuteKey(k.minute, k.platform), m); err != nil {
 			return err
 		}
 	}
@@ -190,7 +215,7 @@ func writeMinutes(b *bolt.Bucket, minutes map[string]*store.MinuteStats, newest 
 
 // writeAccountUsage stores the batch's account-usage rows and drops the
 // days past the retention before the newest record's day.
-func writeAccountUsage(tx *bolt.Tx, rows map[string]*usageCounts, newest time.Time) error {
+func writeAccountUsage(tx *bolt.Tx, rows map[usageID]*usageCounts, newest time.Time) error {
 	b, err := tx.CreateBucketIfNotExists(bAccountUsage)
 	if err != nil {
 		return err
@@ -200,12 +225,10 @@ func writeAccountUsage(tx *bolt.Tx, rows map[string]*usageCounts, newest time.Ti
 		return err
 	}
 	for k, u := range rows {
-		if err := put(b, []byte(k), u); err != nil {
+		if err := put(b, usageKey(k.account, k.date, k.endpoint), u); err != nil {
 			return err
 		}
-		account, rest, _ := strings.Cut(k, "\x00")
-		date, endpoint, _ := strings.Cut(rest, "\x00")
-		if err := days.Put([]byte(date+"\x00"+account+"\x00"+endpoint), []byte{}); err != nil {
+		if err := days.Put([]byte(k.date+"\x00"+k.account+"\x00"+k.endpoint), []byte{}); err != nil {
 			return err
 		}
 	}
