@@ -562,8 +562,8 @@ func writeWhy(m *md, pipelines []pipelineRun, httpRes HTTPResult, bare map[strin
 		}
 	}
 	if len(slow) > 0 {
-		m.p("- **Local server throughput: %s.** The bare handler only copies bytes; every Meridian request also becomes the API Gateway "+
-			"event and is read back from it (api-proxy's conversion, as in Lambda), looks its key up and is admitted (from memory), "+
+		m.p("- **Local server throughput: %s.** The bare handler only copies bytes; every Meridian request is also rebuilt as the request "+
+			"Lambda's handler would get (api-proxy's conversion of API Gateway's event), looks its key up and is admitted (from memory), "+
 			"validates, reads the cache entry (from memory while no entry is written; the sandbox reuses its synthetic data per query), "+
 			"writes its head as a function URL would and its JSON log line; its usage event is then applied by the in-process worker, "+
 			"which gathers them for 50 ms (up to 1000) into one bbolt write transaction (an fsync on the disk store). Two cores are shared "+
@@ -672,7 +672,7 @@ func kindLabel(kind string) string {
 func writeHTTP(m *md, res HTTPResult, bare map[string]float64, cmds map[string]string) {
 	m.p("## 2. HTTP throughput and latency (local server under wrk)")
 	m.p("")
-	m.p("The local server as `make run` serves it (`app.ListenAndServe`: every family through the API Gateway v2 event adaptation, the "+
+	m.p("The local server as `make run` serves it (`app.ListenAndServe`: every family, each request as Lambda would hand it to its function, the "+
 		"embedded store, the in-process usage worker, the collector at GOGC=400, request log lines formatted and dropped) with the replay upstream, against a bare "+
 		"`net/http` handler that answers the same status, headers and body bytes (captured from Meridian), each in its own process, "+
 		"in the same run, one after the other. wrk: %d threads, %d connections, %s per measured run after an unmeasured warm-up; "+
@@ -991,8 +991,8 @@ func writeStartup(m *md, res StartupResult, cmds map[string]string) {
 // server's CPU samples section 2 reports.
 var profileFrames = []struct{ label, fn string }{
 	{"net/http serving connections (all of the below included)", "net/http.(*conn).serve"},
-	{"the local server's handler (the event, the family's function, the pipeline)", "gateway.Local.func1"},
-	{"the family's function (the request read back from the event, the pipeline)", "Lambda.func1"},
+	{"the local server's handler (Lambda's request, the pipeline, the head)", "gateway.Local.func1"},
+	{"the request as Lambda would build it", "gateway.lambdaRequest"},
 	{"the answer written to the client (the pipeline and the head)", "gateway.streamedResponse.serveDirect"},
 	{"the pipeline (`Pipeline.ServeHTTP`)", "pipeline.(*Pipeline).ServeHTTP"},
 	{"per-key limits: admission", "pipeline.(*Pipeline).admit"},
@@ -1075,7 +1075,7 @@ func writeProfiles(m *md, res HTTPResult) {
 	}
 	m.table(head, rows)
 	if sh := cols[stores[0]]; sh != nil && sh["gateway.Local.func1"] > 0 {
-		m.p("On the %s store, Meridian's own work is the pipeline (%s%% of samples), the event adaptation and the answer's head (%s%%) "+
+		m.p("On the %s store, Meridian's own work is the pipeline (%s%% of samples), Lambda's request and the answer's head (%s%%) "+
 			"and the in-process usage worker (%s%%); the rest is mostly net/http reading requests and writing responses, which the bare "+
 			"handler does too, and the collector.", stores[0], fmtFloat(sh["pipeline.(*Pipeline).ServeHTTP"]),
 			fmtFloat(sh["gateway.Local.func1"]-sh["pipeline.(*Pipeline).ServeHTTP"]),

@@ -19,8 +19,8 @@ import (
 	"github.com/meridian-data/meridian/shared/upstream/replay"
 )
 
-// BenchmarkLocalHandler is the local server's handler (every family
-// through the API Gateway event adaptation, the embedded store, the
+// BenchmarkLocalHandler is the local server's handler (every family,
+// each request as Lambda would hand it over, the embedded store, the
 // in-process usage worker) answering cached data, without the network:
 // the CPU a request costs the server beside what net/http itself spends.
 // Keys rotate as in make bench's wrk runs, so the shipped rate limit

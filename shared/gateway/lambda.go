@@ -1,8 +1,8 @@
 // Package gateway adapts the pipeline to API Gateway HTTP API (payload
-// v2) events, for Lambda and for the local server, so that both run the
-// same conversion and local behaviour is Lambda behaviour: buffered
-// through API Gateway, streamed through a function URL and the local
-// server.
+// v2) events in Lambda, and serves it locally with the requests and
+// answers Lambda would give it, so local behaviour is Lambda behaviour:
+// buffered through API Gateway, streamed through a function URL and the
+// local server.
 package gateway
 
 import (
