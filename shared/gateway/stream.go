@@ -157,27 +157,70 @@ func (w *streamWriter) answer(h head, body string) {
 	_ = w.pipe.Close()
 }
 
-// directWriter is the ResponseWriter of a local request's handler: each
-// write goes to the client's ResponseWriter as it comes, after the head a
-// function URL would send (multi-value headers joined with ",", cookies
-// apart). An event stream is flushed after every piece, so each
-// server-sent event reaches the client when the handler writes it; other
-// responses go when net/http's buffer fills or they end (a short answer
-// keeps its content-length, as through API Gateway).
+// directWriter is the ResponseWriter of a local request's handler: the
+// client's own ResponseWriter, whose head is made the one a function URL
+// would send (multi-value headers joined with ",", cookies apart) when
+// the status is written. net/http then keeps the head as streamWriter
+// does: fixed by WriteHeader, sent with the first bytes, a content-type
+// sniffed from them when none was set. An event stream is flushed after
+// every piece, so each server-sent event reaches the client when the
+// handler writes it; other responses go when net/http's buffer fills or
+// they end (a short answer keeps its content-length, as through API
+// Gateway).
 type directWriter struct {
-	pendingHead
-	dst         http.ResponseWriter
+	dst http.ResponseWriter
+
+	mu          sync.Mutex
+	wrote       bool // the status is written
 	eventStream bool
 }
 
-func newDirectWriter(dst http.ResponseWriter) *directWriter {
-	return &directWriter{pendingHead: pendingHead{header: http.Header{}}, dst: dst}
+func newDirectWriter(dst http.ResponseWriter) *directWriter { return &directWriter{dst: dst} }
+
+func (w *directWriter) Header() http.Header { return w.dst.Header() }
+
+func (w *directWriter) WriteHeader(status int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	// Lambda has no informational responses; a second status is ignored.
+	if status >= 200 {
+		w.writeHead(status)
+	}
+}
+
+// writeHead writes the status once, with the head a function URL would
+// send; w.mu is held. An event stream's head is flushed, so the client
+// sees the stream open before its first event.
+func (w *directWriter) writeHead(status int) {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	h := w.dst.Header()
+	for name, values := range h {
+		canonical := textproto.CanonicalMIMEHeaderKey(name)
+		switch {
+		case canonical == "Set-Cookie":
+			if name != canonical {
+				delete(h, name)
+				h[canonical] = append(h[canonical], values...)
+			}
+		case len(values) > 1 || name != canonical:
+			delete(h, name)
+			h[canonical] = []string{strings.Join(values, ",")} // as a function URL's head joins them
+		}
+	}
+	w.dst.WriteHeader(status)
+	w.eventStream = strings.HasPrefix(strings.ToLower(h.Get("Content-Type")), "text/event-stream")
+	if w.eventStream {
+		_ = http.NewResponseController(w.dst).Flush()
+	}
 }
 
 func (w *directWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.send(p)
+	w.writeHead(http.StatusOK)
 	n, err := w.dst.Write(p)
 	if err == nil && w.eventStream {
 		err = http.NewResponseController(w.dst).Flush()
@@ -185,47 +228,30 @@ func (w *directWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Flush sends the head if it is still pending; an event stream's writes
+// Flush writes the head if it is still pending; an event stream's writes
 // are flushed as they come.
 func (w *directWriter) Flush() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.send(nil)
+	w.writeHead(http.StatusOK)
 }
 
-// send writes the head once; w.mu is held. An event stream's head is
-// flushed, so the client sees the stream open before its first event.
-func (w *directWriter) send(first []byte) {
-	h, ok := w.take(first)
-	if !ok {
-		return
-	}
-	dh := w.dst.Header()
-	for name, values := range h.header {
-		switch {
-		case strings.EqualFold(name, "set-cookie"):
-			for _, c := range values {
-				dh.Add("Set-Cookie", c)
-			}
-		case len(values) == 1 && textproto.CanonicalMIMEHeaderKey(name) == name:
-			dh[name] = values // the head is a copy no one changes: no need for another
-		default:
-			dh.Set(name, strings.Join(values, ",")) // as a function URL's head joins them
-		}
-	}
-	w.dst.WriteHeader(h.status)
-	w.eventStream = strings.HasPrefix(strings.ToLower(dh.Get("Content-Type")), "text/event-stream")
-	if w.eventStream {
-		_ = http.NewResponseController(w.dst).Flush()
-	}
+func (w *directWriter) headSent() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.wrote
 }
 
-// answer sends h and body as the whole response.
+// answer sends h and body as the whole response, in place of the headers
+// the handler had set.
 func (w *directWriter) answer(h head, body string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.fixed = &h
-	w.send(nil)
+	clear(w.dst.Header())
+	for name, values := range h.header {
+		w.dst.Header()[name] = values
+	}
+	w.writeHead(h.status)
 	_, _ = io.WriteString(w.dst, body)
 }
 
