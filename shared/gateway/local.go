@@ -118,6 +118,10 @@ func lambdaRequest(r *http.Request, body []byte) (*http.Request, bool) {
 			req.Header.Add(name, value)
 			return
 		}
+		if !strings.Contains(value, ",") {
+			req.Header.Add(name, strings.Trim(value, " ")) // one piece: no slice to split into
+			return
+		}
 		for _, v := range strings.Split(value, ",") {
 			req.Header.Add(name, strings.Trim(v, " "))
 		}

@@ -1,8 +1,9 @@
 package store
 
 import (
+	"cmp"
 	"context"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 )
@@ -178,7 +179,10 @@ func (s *LimitState) ExpiresAt(r LimitRules) time.Time {
 // than a window: a second S leaves at S+window+1.
 func (s *LimitState) prune(now time.Time, r LimitRules) {
 	oldest := now.Unix() - int64(r.Window/time.Second) - 1 // seconds <= oldest are out
-	sort.Slice(s.Seconds, func(i, j int) bool { return s.Seconds[i].Second < s.Seconds[j].Second })
+	bySecond := func(a, b SecondCount) int { return cmp.Compare(a.Second, b.Second) }
+	if !slices.IsSortedFunc(s.Seconds, bySecond) { // seconds are nearly always added in order
+		slices.SortFunc(s.Seconds, bySecond)
+	}
 	keep := s.Seconds[:0]
 	for _, c := range s.Seconds {
 		if c.Second > oldest {
