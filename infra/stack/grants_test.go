@@ -490,7 +490,7 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 				Events:   emitter, AdminToken: adminToken,
 				Scheduler: sched, Jobs: jobs,
 			}
-			h := gateway.Local(reg.Routes(), map[registry.Family]gateway.EventHandler{family: app.Function(family, logger, deps)}, logger, "")
+			h := gateway.Local(reg.Routes(), map[registry.Family]http.Handler{family: pipeline.New(app.Config(family, logger, deps))}, logger, "")
 			c := caller{t: t, handler: h, flush: func() { _ = emitter.Flush(ctx) }}
 			apiKey := []string{"x-api-key", key}
 			requests := 0
@@ -809,7 +809,7 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 		if m.ID == "" {
 			t.Fatal("no monitor created")
 		}
-		acceptor := gateway.Local(reg.Routes(), map[registry.Family]gateway.EventHandler{registry.Web: app.Function(registry.Web, logger, setup)}, logger, "")
+		acceptor := gateway.Local(reg.Routes(), map[registry.Family]http.Handler{registry.Web: pipeline.New(app.Config(registry.Web, logger, setup))}, logger, "")
 		c := caller{t: t, handler: acceptor, flush: func() {}}
 		if code, body := c.do(http.MethodGet, asyncTarget(t, reg, "web/social-profiles"), nil, "x-api-key", ten.key); code != http.StatusAccepted {
 			t.Fatalf("web job not accepted: %d %s", code, body)
