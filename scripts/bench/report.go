@@ -18,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/meridian-data/meridian/scripts/bench/roundtrip"
 )
 
 // Targets of issue 20 (and issue 10's bootstrap size).
@@ -41,41 +43,8 @@ const (
 	roundTripBenchmarkName = "BenchmarkStoreRoundTrips/"
 )
 
-// RoundTrip mirrors shared/pipeline's RoundTripResult (the JSON).
-type RoundTrip struct {
-	Kind             string   `json:"kind"`
-	Requests         int      `json:"requests"`
-	Status           int      `json:"status"`
-	CritSteps        float64  `json:"crit_steps"`
-	CritCalls        float64  `json:"crit_calls"`
-	HandlerSteps     float64  `json:"handler_steps"`
-	HandlerCalls     float64  `json:"handler_calls"`
-	Attempts         float64  `json:"attempts"`
-	FailedConditions float64  `json:"failed_conditions"`
-	RRU              float64  `json:"rru"`
-	WRU              float64  `json:"wru"`
-	LocalRCU         float64  `json:"local_rcu"`
-	LocalWCU         float64  `json:"local_wcu"`
-	Events           float64  `json:"events"`
-	WorkerCalls      float64  `json:"worker_calls"`
-	WorkerRRU        float64  `json:"worker_rru"`
-	WorkerWRU        float64  `json:"worker_wru"`
-	WorkerMS         float64  `json:"worker_ms"`
-	WorkerP50MS      float64  `json:"worker_p50_ms"`
-	SweepRRU         float64  `json:"sweep_rru"`
-	SweepWRU         float64  `json:"sweep_wru"`
-	SweepFixedRRU    float64  `json:"sweep_fixed_rru"`
-	SweepFixedWRU    float64  `json:"sweep_fixed_wru"`
-	LogBytes         float64  `json:"log_bytes"`
-	HandlerMS        float64  `json:"handler_ms"`
-	HandlerP50MS     float64  `json:"handler_p50_ms"`
-	BilledP50MS      float64  `json:"billed_p50_ms"`
-	CritMS           float64  `json:"crit_ms"`
-	ResponseBytes    float64  `json:"response_bytes"`
-	CritPath         []string `json:"crit_path"`
-	AfterPath        []string `json:"after_path"`
-	WorkerPath       []string `json:"worker_path"`
-}
+// RoundTrip is section 3's result for one request kind.
+type RoundTrip = roundtrip.Result
 
 // pipelineRun is section 1 on one store.
 type pipelineRun struct {

@@ -48,6 +48,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/meridian-data/meridian/scripts/bench/roundtrip"
 	"github.com/meridian-data/meridian/shared/queue"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/store/dynamostore"
@@ -628,53 +629,9 @@ func medianOf(v []float64) float64 {
 	return s[len(s)/2]
 }
 
-// RoundTripResult is one request kind, averaged per request; the JSON
-// that scripts/bench reads.
-type RoundTripResult struct {
-	Kind         string  `json:"kind"`
-	Requests     int     `json:"requests"`
-	Status       int     `json:"status"`
-	CritSteps    float64 `json:"crit_steps"`
-	CritCalls    float64 `json:"crit_calls"`
-	HandlerSteps float64 `json:"handler_steps"`
-	HandlerCalls float64 `json:"handler_calls"`
-	AllCalls     float64 `json:"all_calls"` // after-response work included
-	Attempts     float64 `json:"attempts"`
-	Failed       float64 `json:"failed_conditions"`
-	RRU          float64 `json:"rru"`
-	WRU          float64 `json:"wru"`
-	LocalRCU     float64 `json:"local_rcu"`
-	LocalWCU     float64 `json:"local_wcu"`
-	Events       float64 `json:"events"`
-	WorkerCalls  float64 `json:"worker_calls"`
-	WorkerRRU    float64 `json:"worker_rru"`
-	WorkerWRU    float64 `json:"worker_wru"`
-	WorkerMS     float64 `json:"worker_ms"`
-	// SweepRRU and SweepWRU are the reconciliation sweep's share per
-	// request: reading the request's reservations once, as the sweep that
-	// moves its shard's mark past them does. SweepFixedRRU and
-	// SweepFixedWRU are one sweep run's own work (the shards' marks, a
-	// query per shard, the marks moved), whatever it finds: the scheduled
-	// sweep runs once a minute, not per request.
-	SweepRRU      float64  `json:"sweep_rru"`
-	SweepWRU      float64  `json:"sweep_wru"`
-	SweepFixedRRU float64  `json:"sweep_fixed_rru"`
-	SweepFixedWRU float64  `json:"sweep_fixed_wru"`
-	LogBytes      float64  `json:"log_bytes"`
-	HandlerMS     float64  `json:"handler_ms"`
-	HandlerP50MS  float64  `json:"handler_p50_ms"`
-	BilledP50MS   float64  `json:"billed_p50_ms"` // until the after-response work is done: what Lambda bills
-	WorkerP50MS   float64  `json:"worker_p50_ms"`
-	CritMS        float64  `json:"crit_ms"`
-	ResponseBytes float64  `json:"response_bytes"`
-	CritPath      []string `json:"crit_path"`
-	AfterPath     []string `json:"after_path"`
-	WorkerPath    []string `json:"worker_path"`
-}
-
 var (
 	roundTripMu      sync.Mutex
-	roundTripResults = map[string]RoundTripResult{}
+	roundTripResults = map[string]roundtrip.Result{}
 )
 
 // writeRoundTrips writes every result so far to MERIDIAN_BENCH_OUT.
@@ -685,7 +642,7 @@ func writeRoundTrips(b *testing.B) {
 	}
 	roundTripMu.Lock()
 	defer roundTripMu.Unlock()
-	var all []RoundTripResult
+	var all []roundtrip.Result
 	for _, r := range roundTripResults {
 		all = append(all, r)
 	}
@@ -800,7 +757,7 @@ func BenchmarkStoreRoundTrips(b *testing.B) {
 				c.setup()
 			}
 			sink.take()
-			var sum RoundTripResult
+			var sum roundtrip.Result
 			var handlerTimes, billedTimes, perEventTimes []float64
 			var pending [][]byte
 			applyBatch := func(bodies [][]byte) {
@@ -869,7 +826,7 @@ func BenchmarkStoreRoundTrips(b *testing.B) {
 					}
 					sum.Attempts += float64(call.Attempts)
 					if call.Err {
-						sum.Failed++
+						sum.FailedConditions++
 					}
 					sum.RRU += call.RRU
 					sum.WRU += call.WRU
@@ -923,11 +880,11 @@ func BenchmarkStoreRoundTrips(b *testing.B) {
 				}
 			}
 			n := float64(b.N)
-			r := RoundTripResult{
+			r := roundtrip.Result{
 				Kind: c.kind, Requests: b.N, Status: c.status,
 				CritSteps: sum.CritSteps / n, CritCalls: sum.CritCalls / n,
 				HandlerSteps: sum.HandlerSteps / n, HandlerCalls: sum.HandlerCalls / n, AllCalls: sum.AllCalls / n,
-				Attempts: sum.Attempts / n, Failed: sum.Failed / n,
+				Attempts: sum.Attempts / n, FailedConditions: sum.FailedConditions / n,
 				RRU: sum.RRU / n, WRU: sum.WRU / n, LocalRCU: sum.LocalRCU / n, LocalWCU: sum.LocalWCU / n,
 				Events: sum.Events / n, WorkerCalls: sum.WorkerCalls / n, WorkerRRU: sum.WorkerRRU / n, WorkerWRU: sum.WorkerWRU / n,
 				WorkerMS: sum.WorkerMS / n, LogBytes: sum.LogBytes / n,
