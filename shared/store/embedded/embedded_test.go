@@ -238,33 +238,17 @@ func TestKeyLookupsRacingWrites(t *testing.T) {
 	s := open(t, t.TempDir())
 	defer s.Close()
 	a, k := accountWithKey(t, s)
-	stop := make(chan struct{})
-	var readers sync.WaitGroup
-	for r := 0; r < 4; r++ {
-		readers.Add(1)
-		go func() {
-			defer readers.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-					if _, err := s.KeyByHash(ctx, "keyhash"); err != nil {
-						t.Error(err)
-						return
-					}
-				}
-			}
-		}()
-	}
+	stopReaders := raceReaders(t, func() error {
+		_, err := s.KeyByHash(ctx, "keyhash")
+		return err
+	})
 	for limit := int64(1); limit <= 300; limit++ {
 		if _, err := s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{SetLimit: true, CreditLimit: &limit}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := s.KeyByHash(ctx, "keyhash")
 		if err != nil || got.CreditLimit == nil || *got.CreditLimit != limit {
-			close(stop)
-			readers.Wait()
+			stopReaders()
 			seen := "none"
 			if got.CreditLimit != nil {
 				seen = fmt.Sprint(*got.CreditLimit)
@@ -272,8 +256,7 @@ func TestKeyLookupsRacingWrites(t *testing.T) {
 			t.Fatalf("after setting the limit to %d, the lookup saw %s (%v)", limit, seen, err)
 		}
 	}
-	close(stop)
-	readers.Wait()
+	stopReaders()
 }
 
 // Cache reads come from memory until a cache entry is written: a read
@@ -287,7 +270,34 @@ func TestCacheLookupsRacingWrites(t *testing.T) {
 	if err := s.CachePut(ctx, "k", []byte("0"), now, now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
+	stopReaders := raceReaders(t, func() error {
+		e, err := s.CacheGet(ctx, "k", now)
+		if err == nil {
+			e.Data[0] = 'x' // a caller's own copy
+		}
+		return err
+	})
+	for i := 1; i <= 60; i++ {
+		want := fmt.Sprint(i)
+		if err := s.CachePut(ctx, "k", []byte(want), now, now.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if e, err := s.CacheGet(ctx, "k", now); err != nil || string(e.Data) != want {
+			stopReaders()
+			t.Fatalf("after putting %q, the lookup saw %q (%v)", want, e.Data, err)
+		}
+	}
+	stopReaders()
+	if _, err := s.CacheGet(ctx, "k", now.Add(time.Hour)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a remembered entry was served at its expiry: %v", err)
+	}
+}
+
+// raceReaders runs read in four goroutines, over and over, until the
+// returned function stops them (and waits for them); a failed read is a
+// test error and ends its goroutine.
+func raceReaders(t *testing.T, read func() error) (stop func()) {
+	done := make(chan struct{})
 	var readers sync.WaitGroup
 	for r := 0; r < 4; r++ {
 		readers.Add(1)
@@ -295,33 +305,19 @@ func TestCacheLookupsRacingWrites(t *testing.T) {
 			defer readers.Done()
 			for {
 				select {
-				case <-stop:
+				case <-done:
 					return
 				default:
-					e, err := s.CacheGet(ctx, "k", now)
-					if err != nil {
+					if err := read(); err != nil {
 						t.Error(err)
 						return
 					}
-					e.Data[0] = 'x' // a caller's own copy
 				}
 			}
 		}()
 	}
-	for i := 1; i <= 60; i++ {
-		want := fmt.Sprint(i)
-		if err := s.CachePut(ctx, "k", []byte(want), now, now.Add(time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-		if e, err := s.CacheGet(ctx, "k", now); err != nil || string(e.Data) != want {
-			close(stop)
-			readers.Wait()
-			t.Fatalf("after putting %q, the lookup saw %q (%v)", want, e.Data, err)
-		}
-	}
-	close(stop)
-	readers.Wait()
-	if _, err := s.CacheGet(ctx, "k", now.Add(time.Hour)); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("a remembered entry was served at its expiry: %v", err)
+	return func() {
+		close(done)
+		readers.Wait()
 	}
 }
