@@ -113,8 +113,8 @@ func lambdaRequest(r *http.Request, body []byte) (*http.Request, bool) {
 	for _, c := range r.Header.Values("Cookie") {
 		req.Header.Add("Cookie", c)
 	}
-	add := func(name, value string) {
-		if singletonHeaders[textproto.CanonicalMIMEHeaderKey(name)] {
+	add := func(name, value string) { // name in canonical form
+		if singletonHeaders[name] {
 			req.Header.Add(name, value)
 			return
 		}
@@ -127,7 +127,7 @@ func lambdaRequest(r *http.Request, body []byte) (*http.Request, bool) {
 		}
 	}
 	for name, values := range r.Header {
-		switch textproto.CanonicalMIMEHeaderKey(name) {
+		switch name = textproto.CanonicalMIMEHeaderKey(name); name {
 		case "Cookie", "Host", "X-Forwarded-For", "X-Forwarded-Proto":
 			continue // cookies apart; the others are API Gateway's own
 		}

@@ -66,22 +66,30 @@ type head struct {
 	header http.Header
 }
 
-// pendingHead is the head of a streamed response, kept as net/http keeps
-// it: WriteHeader fixes the status and a copy of the headers, and the
-// first Write or Flush, or the handler's return, sends them (with a
-// content-type sniffed from the first bytes when none was set). Header
-// stays the handler's live map, which the pipeline reads after answering.
-type pendingHead struct {
+// streamWriter is the ResponseWriter of a function URL's streamed
+// response. As in net/http, WriteHeader fixes the status and a copy of
+// the headers, and the first Write or Flush, or the handler's return,
+// sends them to start (with a content-type sniffed from the first bytes
+// when none was set); the body goes through the pipe as written, so Flush
+// has nothing left to push. Header stays the handler's live map, which
+// the pipeline reads after answering.
+type streamWriter struct {
 	header http.Header
+	pipe   *io.PipeWriter
+	ready  chan head // capacity 1, sent once
 
 	mu    sync.Mutex
 	fixed *head
 	sent  bool
 }
 
-func (w *pendingHead) Header() http.Header { return w.header }
+func newStreamWriter(pipe *io.PipeWriter) *streamWriter {
+	return &streamWriter{header: http.Header{}, pipe: pipe, ready: make(chan head, 1)}
+}
 
-func (w *pendingHead) WriteHeader(status int) {
+func (w *streamWriter) Header() http.Header { return w.header }
+
+func (w *streamWriter) WriteHeader(status int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	// Lambda has no informational responses; a second status is ignored.
@@ -92,7 +100,7 @@ func (w *pendingHead) WriteHeader(status int) {
 }
 
 // take is the head to send before first, once; w.mu is held.
-func (w *pendingHead) take(first []byte) (head, bool) {
+func (w *streamWriter) take(first []byte) (head, bool) {
 	if w.sent {
 		return head{}, false
 	}
@@ -107,23 +115,10 @@ func (w *pendingHead) take(first []byte) (head, bool) {
 	return *w.fixed, true
 }
 
-func (w *pendingHead) headSent() bool {
+func (w *streamWriter) headSent() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.sent
-}
-
-// streamWriter is the ResponseWriter of a function URL's streamed
-// response: the head goes to start, the body through the pipe as written,
-// so Flush has nothing left to push.
-type streamWriter struct {
-	pendingHead
-	pipe  *io.PipeWriter
-	ready chan head // capacity 1, sent once
-}
-
-func newStreamWriter(pipe *io.PipeWriter) *streamWriter {
-	return &streamWriter{pendingHead: pendingHead{header: http.Header{}}, pipe: pipe, ready: make(chan head, 1)}
 }
 
 func (w *streamWriter) Write(p []byte) (int, error) {
