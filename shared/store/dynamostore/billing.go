@@ -29,63 +29,62 @@ func (s *Store) Reserve(ctx context.Context, c store.Charge) (store.Reservation,
 // budgets and the wallet, and writes each one's debit entry and
 // reservation, all in one transaction:
 //
-//	each key used  ADD credits_used :sum  if #status = active AND credit_limit = :limit AND credits_used <= :limit - :sum
-//	                                      (uncapped: #status = active AND attribute_not_exists(credit_limit))
-//	account        SET balance = :expected - :total  if balance = :expected AND balance_version = :version
-//	per charge     debit entry             if attribute_not_exists(pk)
-//	               reservation req#<id>    if attribute_not_exists(pk) (or expired)
-//	                                       with lease_pk and lease_sk: in LeaseIndex (sweep.go)
+//	account     SET balance = :expected - :total, kb#<key> = {u: used + sum, l: limit} per key charged
+//	            if balance = :expected AND balance_version = :version
+//	per charge  debit entry             if attribute_not_exists(pk)
+//	            reservation req#<id>    if attribute_not_exists(pk) (or expired)
+//	                                    with lease_pk and lease_sk: in LeaseIndex (sweep.go)
 //
-// It starts from one strongly consistent read of the account and the keys,
-// and decides the charges in order against the balance and budgets left by
+// The keys' budgets are on the account item (budgets.go), so no key item
+// is written. It starts from one strongly consistent read of the account
+// (and of the key items of keys the account carries no budget for), and
+// decides the charges in order against the balance and budgets left by
 // the ones before (a refusal is that charge's Err: an inactive key, a key
 // over its limit, a balance below the cost; the key's are reported first).
-// A failed condition returns the item as it was: a changed limit or balance
-// is decided again from the new values, a reservation already there is
-// that charge's ErrDuplicateRequest, and conflicts are retried, until ctx
-// ends. Under contention each round has a winner, since every loser retries
-// from the state the winner left.
+// A failed condition returns the item as it was: a changed budget or
+// balance is decided again from the new values, a reservation already
+// there is that charge's ErrDuplicateRequest, and conflicts are retried,
+// until ctx ends. Under contention each round has a winner, since every
+// loser retries from the state the winner left.
 func (s *Store) ReserveMany(ctx context.Context, charges []store.Charge) ([]store.Reserved, error) {
 	out, err := store.CheckGroup(charges)
 	if err != nil {
 		return nil, err
 	}
 	pk := accountPK(charges[0].AccountID)
-	refs := [][2]string{ref(pk, skAccount)}
-	keys := map[string]*keyItem{}
+	var keyIDs []string
+	seen := map[string]bool{}
 	for _, r := range out {
-		if _, seen := keys[r.KeyID]; !seen && r.Err == nil {
-			keys[r.KeyID] = nil
-			refs = append(refs, ref(pk, pfxKey+r.KeyID))
+		if !seen[r.KeyID] && r.Err == nil {
+			seen[r.KeyID] = true
+			keyIDs = append(keyIDs, r.KeyID)
 		}
 	}
-	if len(refs) == 1 {
+	if len(keyIDs) == 0 {
 		return out, nil // every charge was refused by CheckGroup
 	}
-	found, err := s.getMany(ctx, refs...)
+	a, err := get[accountItem](ctx, s, pk, skAccount)
 	if err != nil {
 		return nil, err
-	}
-	a, err := pick[accountItem](found, pk, skAccount)
-	if err != nil {
-		return nil, err
-	}
-	for id := range keys {
-		if keys[id], err = pick[keyItem](found, pk, pfxKey+id); err != nil {
-			return nil, err
-		}
 	}
 	final := make([]bool, len(out)) // decided for good: CheckGroup's refusals, duplicates
 	for i := range out {
 		final[i] = out[i].Err != nil
 	}
 	for attempt := 0; ; attempt++ {
+		var budgets map[string]keyBudget
+		var refused map[string]error
+		if a != nil {
+			if budgets, refused, err = s.budgetsOf(ctx, a, keyIDs); err != nil {
+				return nil, err
+			}
+		}
 		now := s.now()
-		g := decideGroup(out, final, a, keys)
+		g := decideGroup(out, final, a, budgets, refused)
 		if len(g.accepted) == 0 {
 			return out, nil
 		}
-		items, whose, err := s.groupItems(pk, g, out, a, keys, now)
+		items, whose, err := s.groupItems(pk, g, out, a, budgets, now)
 		if err != nil {
 			return nil, err
 		}
@@ -106,10 +105,6 @@ func (s *Store) ReserveMany(ctx context.Context, charges []store.Charge) ([]stor
 				out[w.charge].Err, final[w.charge] = store.ErrDuplicateRequest, true
 			case w.debit:
 				return nil, errors.New("dynamostore: ledger entry id collision")
-			case w.key != "":
-				if keys[w.key], err = decode[keyItem](old); err != nil {
-					return nil, err
-				}
 			default:
 				if a, err = decode[accountItem](old); err != nil {
 					return nil, err
@@ -135,7 +130,7 @@ type groupDecision struct {
 // Reserve decides one: each accepted charge lowers the balance and its
 // key's budget for the ones after it. Accepted charges get their
 // reservation (a new debit entry id, the balance after them).
-func decideGroup(out []store.Reserved, final []bool, a *accountItem, keys map[string]*keyItem) groupDecision {
+func decideGroup(out []store.Reserved, final []bool, a *accountItem, budgets map[string]keyBudget, refused map[string]error) groupDecision {
 	g := groupDecision{keyUsed: map[string]int64{}}
 	if a != nil {
 		g.after = a.Balance
@@ -146,14 +141,16 @@ func decideGroup(out []store.Reserved, final []bool, a *accountItem, keys map[st
 		}
 		c := out[i].Charge
 		out[i] = store.Reserved{Reservation: store.Reservation{Charge: c}}
-		k := keys[c.KeyID]
+		b, active := budgets[c.KeyID]
 		switch {
-		case k == nil || a == nil:
+		case a == nil:
 			out[i].Err = store.ErrNotFound
-		case k.Status != string(store.KeyActive):
-			out[i].Err = store.ErrKeyInactive
-		case k.CreditLimit != nil && k.CreditsUsed+g.keyUsed[c.KeyID]+c.Cost > *k.CreditLimit:
-			out[i].Err = &store.KeyLimitError{CreditLimit: *k.CreditLimit, CreditsUsed: k.CreditsUsed + g.keyUsed[c.KeyID]}
+		case refused[c.KeyID] != nil:
+			out[i].Err = refused[c.KeyID]
+		case !active:
+			out[i].Err = store.ErrNotFound
+		case b.over(g.keyUsed[c.KeyID] + c.Cost):
+			out[i].Err = &store.KeyLimitError{CreditLimit: *b.Limit, CreditsUsed: b.Used + g.keyUsed[c.KeyID]}
 		case g.after < c.Cost:
 			out[i].Err = &store.InsufficientCreditsError{Required: c.Cost, Remaining: g.after}
 		default:
@@ -168,37 +165,33 @@ func decideGroup(out []store.Reserved, final []bool, a *accountItem, keys map[st
 	return g
 }
 
-// itemOwner says what a transaction item of ReserveMany writes.
+// itemOwner says what a transaction item of ReserveMany writes: the
+// account (neither debit nor reservation), or a charge's debit or
+// reservation.
 type itemOwner struct {
-	key         string // a key's budget
-	charge      int    // the charge of a debit or reservation
+	charge      int
 	debit       bool
 	reservation bool
 }
 
 // groupItems is ReserveMany's transaction for one round's decision, with
 // each item's owner at its position.
-func (s *Store) groupItems(pk string, g groupDecision, out []store.Reserved, a *accountItem, keys map[string]*keyItem, now time.Time) ([]types.TransactWriteItem, []itemOwner, error) {
-	var items []types.TransactWriteItem
-	var whose []itemOwner
+func (s *Store) groupItems(pk string, g groupDecision, out []store.Reserved, a *accountItem, budgets map[string]keyBudget, now time.Time) ([]types.TransactWriteItem, []itemOwner, error) {
+	w := newWalletWrite(a).balance(g.after, now, 0)
 	ids := make([]string, 0, len(g.keyUsed))
 	for id := range g.keyUsed {
 		ids = append(ids, id)
 	}
-	sort.Strings(ids) // one order for every round and run
+	sort.Strings(ids) // one expression for every round and run
 	for _, id := range ids {
-		k, sum := keys[id], g.keyUsed[id]
-		cond := "#status = :active AND attribute_not_exists(credit_limit)"
-		v := vals{":active": str(string(store.KeyActive)), ":sum": num(sum)}
-		if k.CreditLimit != nil {
-			cond = "#status = :active AND credit_limit = :limit AND credits_used <= :maxUsed"
-			v[":limit"], v[":maxUsed"] = num(*k.CreditLimit), num(*k.CreditLimit-sum)
+		b := budgets[id]
+		b.Used += g.keyUsed[id]
+		if _, err := w.budget(id, b); err != nil {
+			return nil, nil, err
 		}
-		items = append(items, update(s, pk, pfxKey+id, cond, "ADD credits_used :sum", statusName, v))
-		whose = append(whose, itemOwner{key: id})
 	}
-	items = append(items, moveBalance(s, a, g.after, now, 0))
-	whose = append(whose, itemOwner{})
+	items := []types.TransactWriteItem{w.item(s)}
+	whose := []itemOwner{{}}
 	for _, i := range g.accepted {
 		r := out[i]
 		leasePK, leaseSK := leaseKeys(now, r.AccountID, r.RequestID)
@@ -277,7 +270,7 @@ func (s *Store) Settle(ctx context.Context, accountID, requestID string) error {
 // entry, in one transaction: the reservation moves reserved -> refunded
 // (so a refund happens once) and leaves LeaseIndex, the key's
 // credits_used drops by the cost and the balance rises by it (conditioned
-// on the balance read, retried like Grant). A reservation already refunded
+// on the account read, retried like Grant). A reservation already refunded
 // returns the balance without a second entry; a settled one is
 // store.ErrSettled.
 func (s *Store) Refund(ctx context.Context, accountID, requestID string) (int64, error) {
@@ -324,30 +317,43 @@ func (s *Store) Refund(ctx context.Context, accountID, requestID string) (int64,
 		if err != nil {
 			return 0, err
 		}
-		cx, err := s.transact(ctx, []types.TransactWriteItem{
+		// The key's spend goes back to its budget on the account, or to its
+		// key item when the account carries none (a key no longer active,
+		// or one from before budgets moved to the account).
+		w := newWalletWrite(a).balance(after, now, 0)
+		items := []types.TransactWriteItem{
 			update(s, pk, resSK, "#status = :reserved", "SET #status = :refunded, refund_entry = :entry, expires_at = :exp REMOVE lease_pk, lease_sk",
 				statusName, vals{":reserved": str(resReserved), ":refunded": str(resRefunded), ":entry": str(entryID),
 					":exp": num(now.Add(ReservationRetention).Unix())}),
-			update(s, pk, pfxKey+r.KeyID, "attribute_exists(pk)", "ADD credits_used :minus", nil,
-				vals{":minus": num(-r.Cost)}),
-			moveBalance(s, a, after, now, 0),
+			{}, // the account, below
 			putNew(s, entry),
-		})
+		}
+		if b, ok := a.Budgets[r.KeyID]; ok {
+			b.Used -= r.Cost
+			if _, err := w.budget(r.KeyID, b); err != nil {
+				return 0, err
+			}
+		} else {
+			items = append(items, update(s, pk, pfxKey+r.KeyID, "attribute_exists(pk)", "ADD credits_used :minus", nil,
+				vals{":minus": num(-r.Cost)}))
+		}
+		items[1] = w.item(s)
+		cx, err := s.transact(ctx, items)
 		if err != nil {
 			return 0, err
 		}
 		if cx == nil {
 			return after, nil
 		}
-		if bad, _ := cx.failed(1); bad {
+		if bad, _ := cx.failed(3); bad {
 			return 0, fmt.Errorf("dynamostore: refund %s: key %s is missing", requestID, r.KeyID)
 		}
-		if bad, _ := cx.failed(3); bad {
+		if bad, _ := cx.failed(2); bad {
 			return 0, errors.New("dynamostore: ledger entry id collision")
 		}
 		// The old items of one cancelled transaction are one snapshot.
 		accountFresh = false
-		if bad, old := cx.failed(2); bad {
+		if bad, old := cx.failed(1); bad {
 			if a, err = decode[accountItem](old); err != nil {
 				return 0, err
 			}

@@ -5,10 +5,13 @@
 //
 //	account      acct#<id>             account        balance N, balance_version N, lifetime N,
 //	                                                  balance_changed_at S, active_keys N, created_at S,
-//	                                                  console_hash S
+//	                                                  console_hash S, kb#<key id> M {u N, l N} per
+//	                                                  active key: its credits_used and credit_limit
+//	                                                  (budgets.go)
 //	console      console#<sha256 hex>  console        account_id S
 //	key          acct#<account id>     key#<key id>   hash, prefix, last4, name, status S,
-//	                                                  credit_limit N (absent: uncapped), credits_used N,
+//	                                                  credit_limit N (absent: uncapped), credits_used N
+//	                                                  (while active, the account's kb# rules),
 //	                                                  created_at S, updated_at S
 //	key lookup   keyhash#<sha256 hex>  keyhash        account_id S, key_id S
 //	ledger entry acct#<account id>     ledger#<entry> type, amount N (debit negative), balance_after N,
@@ -34,11 +37,12 @@
 // carry conditions and ReturnValuesOnConditionCheckFailure=ALL_OLD: when a
 // transaction is cancelled, the cancellation reasons name the failed
 // condition and carry the item as it was, so the store learns why without
-// a second read. Balance changes are optimistic (condition: balance and
-// balance_version as read) and retried with a tiny jittered backoff until
-// the context ends; refusals (key limit, insufficient credits, inactive
-// key) are decided from the item state the condition saw, so they are
-// definitive.
+// a second read. Changes of the wallet (the balance and the active keys'
+// budgets, both on the account item) are optimistic (condition:
+// balance_version as read, walletWrite) and retried with a tiny jittered
+// backoff until the context ends; refusals (key limit, insufficient
+// credits, inactive key) are decided from the item state the condition
+// saw, so they are definitive.
 //
 // Ledger order: balance_version rules out A-B-A (a balance that returns to
 // the value read), so a balance change commits only if nothing else
@@ -137,6 +141,9 @@ type accountItem struct {
 	KeysCreated      int       `dynamodbav:"keys_created"` // every key ever created
 	CreatedAt        time.Time `dynamodbav:"created_at"`
 	ConsoleHash      string    `dynamodbav:"console_hash"`
+	// Budgets are the active keys' budgets (attributes kb#<key id>,
+	// budgets.go), by key id.
+	Budgets map[string]keyBudget `dynamodbav:"-"`
 }
 
 func (a accountItem) account() store.Account {
@@ -433,20 +440,6 @@ func update(s *Store, pk, sk, cond, upd string, names map[string]string, values 
 		u.ExpressionAttributeValues = values
 	}
 	return types.TransactWriteItem{Update: u}
-}
-
-// moveBalance is the account half of every balance change: it sets the
-// balance to after, conditioned on the balance and version as read. A
-// grant also raises the lifetime total.
-func moveBalance(s *Store, a *accountItem, after int64, now time.Time, grant int64) types.TransactWriteItem {
-	upd := "SET balance = :after, balance_version = :next, balance_changed_at = :now"
-	v := vals{":expected": num(a.Balance), ":version": num(a.BalanceVersion), ":after": num(after),
-		":next": num(a.BalanceVersion + 1), ":now": timeAV(now)}
-	if grant > 0 {
-		upd += ", lifetime = :lifetime"
-		v[":lifetime"] = num(a.Lifetime + grant)
-	}
-	return update(s, a.PK, skAccount, "balance = :expected AND balance_version = :version", upd, nil, v)
 }
 
 func putNew(s *Store, item map[string]types.AttributeValue) types.TransactWriteItem {

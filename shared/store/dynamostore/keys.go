@@ -59,13 +59,20 @@ func (s *Store) createKey(ctx context.Context, k store.Key, first bool) (store.K
 	if err != nil {
 		return store.Key{}, err
 	}
-	cond, values := "active_keys < :max", vals{":max": num(store.MaxActiveKeys), ":one": num(1)}
+	budget, err := attributevalue.Marshal(keyBudget{Limit: k.CreditLimit})
+	if err != nil {
+		return store.Key{}, err
+	}
+	cond, values := "active_keys < :max", vals{":max": num(store.MaxActiveKeys), ":one": num(1), ":budget": budget}
 	if first {
 		cond += " AND (attribute_not_exists(keys_created) OR keys_created = :zero)"
 		values[":zero"] = num(0)
 	}
+	// A new key's budget needs no balance_version: nothing can have
+	// decided on a key that did not exist.
 	items := []types.TransactWriteItem{
-		update(s, pk, skAccount, cond, "ADD active_keys :one, keys_created :one", nil, values),
+		update(s, pk, skAccount, cond, "SET #budget = :budget ADD active_keys :one, keys_created :one",
+			map[string]string{"#budget": pfxBudget + k.ID}, values),
 		putNew(s, keyAV),
 		putNew(s, lookupAV),
 	}
@@ -115,15 +122,26 @@ func (s *Store) KeyByHash(ctx context.Context, hash string) (store.Key, error) {
 	return s.Key(ctx, ref.AccountID, ref.KeyID)
 }
 
+// Key reads the key and its account (for the key's budget) in one
+// BatchGetItem.
 func (s *Store) Key(ctx context.Context, accountID, keyID string) (store.Key, error) {
-	k, err := get[keyItem](ctx, s, accountPK(accountID), pfxKey+keyID)
+	pk := accountPK(accountID)
+	found, err := s.getMany(ctx, ref(pk, pfxKey+keyID), ref(pk, skAccount))
+	if err != nil {
+		return store.Key{}, err
+	}
+	k, err := pick[keyItem](found, pk, pfxKey+keyID)
 	if err != nil {
 		return store.Key{}, err
 	}
 	if k == nil {
 		return store.Key{}, store.ErrNotFound
 	}
-	return k.key(), nil
+	a, err := pick[accountItem](found, pk, skAccount)
+	if err != nil {
+		return store.Key{}, err
+	}
+	return k.withBudget(a), nil
 }
 
 // Keys lists the account's keys that are not deleted, oldest first.
@@ -135,7 +153,7 @@ func (s *Store) Keys(ctx context.Context, accountID string) ([]store.Key, error)
 	if err != nil {
 		return nil, err
 	}
-	keys := []store.Key{}
+	var listed []keyItem
 	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
 		TableName:                 s.table,
 		KeyConditionExpression:    ex.KeyCondition(),
@@ -153,9 +171,16 @@ func (s *Store) Keys(ctx context.Context, accountID string) ([]store.Key, error)
 		if err := attributevalue.UnmarshalListOfMaps(out.Items, &items); err != nil {
 			return nil, err
 		}
-		for _, it := range items {
-			keys = append(keys, it.key())
-		}
+		listed = append(listed, items...)
+	}
+	// The active keys' budgets are on the account (budgets.go).
+	a, err := get[accountItem](ctx, s, accountPK(accountID), skAccount)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]store.Key, len(listed))
+	for i, it := range listed {
+		keys[i] = it.withBudget(a)
 	}
 	if err := s.fillLastUsed(ctx, keys); err != nil {
 		return nil, err
@@ -170,9 +195,11 @@ func (s *Store) Keys(ctx context.Context, accountID string) ([]store.Key, error)
 }
 
 // SetKeyStatus moves a key between states (spec 3.1). Each change is
-// conditioned on the status it starts from, and changes active_keys in the
-// same transaction only when the key leaves or enters active, so racing
-// changes cannot skew the count. Asking for the current state is a no-op.
+// conditioned on the status it starts from, and a key that leaves or
+// enters active changes the wallet in the same transaction (active_keys,
+// and the key's budget: leaving, the budget's figures go to the key item;
+// entering, they come back to the account), so racing changes cannot
+// skew the count or a charge. Asking for the current state is a no-op.
 func (s *Store) SetKeyStatus(ctx context.Context, accountID, keyID string, to store.KeyStatus) (store.Key, error) {
 	switch to {
 	case store.KeyActive, store.KeyRevoked, store.KeyDeleted:
@@ -180,34 +207,51 @@ func (s *Store) SetKeyStatus(ctx context.Context, accountID, keyID string, to st
 		return store.Key{}, fmt.Errorf("dynamostore: unknown key status %q", to)
 	}
 	pk, sk := accountPK(accountID), pfxKey+keyID
-	k, err := get[keyItem](ctx, s, pk, sk)
-	if err != nil {
-		return store.Key{}, err
-	}
 	for attempt := 0; ; attempt++ {
+		a, k, err := s.accountThenKey(ctx, pk, sk)
+		if err != nil {
+			return store.Key{}, err
+		}
 		switch {
-		case k == nil:
+		case k == nil || a == nil:
 			return store.Key{}, store.ErrNotFound
 		case k.Status == string(store.KeyDeleted):
 			return store.Key{}, store.ErrKeyDeleted
 		case k.Status == string(to):
-			return k.key(), nil
+			return k.withBudget(a), nil
 		}
 		now := s.now()
-		items := []types.TransactWriteItem{
-			update(s, pk, sk, "#status = :from", "SET #status = :to, updated_at = :now", statusName,
-				vals{":from": str(k.Status), ":to": str(string(to)), ":now": timeAV(now)}),
-		}
-		// The hash record carries the status that authenticates (Enter).
-		items = append(items, update(s, pfxKeyHash+k.Hash, skKeyHash, "attribute_exists(pk)", "SET #status = :to, prefix = :prefix", statusName,
-			vals{":to": str(string(to)), ":prefix": str(k.Prefix)}))
+		keyUpd, keyVals := "SET #status = :to, updated_at = :now", vals{":from": str(k.Status), ":to": str(string(to)), ":now": timeAV(now)}
+		var w *walletWrite
 		switch {
 		case to == store.KeyActive: // from revoked
-			items = append(items, update(s, pk, skAccount, "active_keys < :max", "ADD active_keys :one", nil,
-				vals{":max": num(store.MaxActiveKeys), ":one": num(1)}))
+			w = newWalletWrite(a).activeKeys(1)
+			if _, err := w.budget(keyID, keyBudget{Used: k.CreditsUsed, Limit: k.CreditLimit}); err != nil {
+				return store.Key{}, err
+			}
 		case k.Status == string(store.KeyActive): // to revoked or deleted
-			items = append(items, update(s, pk, skAccount, "attribute_exists(pk)", "ADD active_keys :minus", nil,
-				vals{":minus": num(-1)}))
+			w = newWalletWrite(a).activeKeys(-1)
+			if b, ok := a.Budgets[keyID]; ok {
+				w.dropBudget(keyID)
+				k.CreditsUsed, k.CreditLimit = b.Used, b.Limit
+				keyUpd += ", credits_used = :used"
+				keyVals[":used"] = num(b.Used)
+				if b.Limit != nil {
+					keyUpd += ", credit_limit = :limit"
+					keyVals[":limit"] = num(*b.Limit)
+				} else {
+					keyUpd += " REMOVE credit_limit"
+				}
+			}
+		}
+		items := []types.TransactWriteItem{
+			update(s, pk, sk, "#status = :from", keyUpd, statusName, keyVals),
+			// The hash record carries the status that authenticates (Enter).
+			update(s, pfxKeyHash+k.Hash, skKeyHash, "attribute_exists(pk)", "SET #status = :to, prefix = :prefix", statusName,
+				vals{":to": str(string(to)), ":prefix": str(k.Prefix)}),
+		}
+		if w != nil {
+			items = append(items, w.item(s))
 		}
 		c, err := s.transact(ctx, items)
 		if err != nil {
@@ -217,77 +261,106 @@ func (s *Store) SetKeyStatus(ctx context.Context, accountID, keyID string, to st
 			k.Status, k.UpdatedAt = string(to), now
 			return k.key(), nil
 		}
-		if bad, old := c.failed(0); bad {
-			// The key changed under us: decide again from what it is now.
-			if k, err = decode[keyItem](old); err != nil {
-				return store.Key{}, err
-			}
-		} else if bad, _ := c.failed(1); bad {
+		if bad, _ := c.failed(1); bad {
 			return store.Key{}, fmt.Errorf("dynamostore: key %s has no hash record", keyID)
-		} else if bad, old := c.failed(2); bad {
-			if old == nil {
-				return store.Key{}, store.ErrNotFound
-			}
-			return store.Key{}, store.ErrTooManyKeys
 		}
+		if bad, old := c.failed(2); bad && to == store.KeyActive {
+			if old, err := decode[accountItem](old); err != nil || (old != nil && old.ActiveKeys >= store.MaxActiveKeys) {
+				if err != nil {
+					return store.Key{}, err
+				}
+				return store.Key{}, store.ErrTooManyKeys
+			}
+		}
+		// The key or the wallet changed under us: decide again from what
+		// they are now.
 		if err := backoff(ctx, attempt); err != nil {
 			return store.Key{}, err
 		}
 	}
 }
 
+// accountThenKey reads the account item, then the key item: in that order,
+// the key's figures are at least as recent as the account's version
+// (budgets.go).
+func (s *Store) accountThenKey(ctx context.Context, pk, sk string) (*accountItem, *keyItem, error) {
+	a, err := get[accountItem](ctx, s, pk, skAccount)
+	if err != nil {
+		return nil, nil, err
+	}
+	k, err := get[keyItem](ctx, s, pk, sk)
+	return a, k, err
+}
+
 // UpdateKey renames a key and/or changes its credit limit (a nil limit
 // removes the cap). A limit below credits_used is allowed: further
-// reservations on the key are then refused.
+// reservations on the key are then refused. An active key's new limit is
+// written to its budget on the account too, in the same transaction and
+// conditioned on the wallet as read, so a reservation decided on the old
+// limit cannot commit after it.
 func (s *Store) UpdateKey(ctx context.Context, accountID, keyID string, c store.KeyChange) (store.Key, error) {
 	if c.SetLimit && c.CreditLimit != nil && *c.CreditLimit < 0 {
 		return store.Key{}, errors.New("dynamostore: negative credit limit")
 	}
-	upd := expression.Set(expression.Name("updated_at"), expression.Value(s.now()))
-	if c.Name != nil {
-		upd = upd.Set(expression.Name("name"), expression.Value(*c.Name))
-	}
-	if c.SetLimit {
-		if c.CreditLimit == nil {
-			upd = upd.Remove(expression.Name("credit_limit"))
-		} else {
-			upd = upd.Set(expression.Name("credit_limit"), expression.Value(*c.CreditLimit))
-		}
-	}
-	cond := expression.AttributeExists(expression.Name(AttrPK)).
-		And(expression.Name("status").NotEqual(expression.Value(string(store.KeyDeleted))))
-	ex, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
-	if err != nil {
-		return store.Key{}, err
-	}
-	in := &dynamodb.UpdateItemInput{
-		TableName:                           s.table,
-		Key:                                 itemKey(accountPK(accountID), pfxKey+keyID),
-		UpdateExpression:                    ex.Update(),
-		ConditionExpression:                 ex.Condition(),
-		ExpressionAttributeNames:            ex.Names(),
-		ExpressionAttributeValues:           ex.Values(),
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	}
+	pk, sk := accountPK(accountID), pfxKey+keyID
 	for attempt := 0; ; attempt++ {
-		out, err := s.db.UpdateItem(ctx, in)
-		if err == nil {
-			k, err := decode[keyItem](out.Attributes)
-			if err != nil || k == nil {
-				return store.Key{}, fmt.Errorf("dynamostore: update key: no item returned (%v)", err)
-			}
-			return k.key(), nil
+		a, k, err := s.accountThenKey(ctx, pk, sk)
+		if err != nil {
+			return store.Key{}, err
 		}
-		if bad, old := condFailed(err); bad {
-			if old == nil {
-				return store.Key{}, store.ErrNotFound
-			}
+		switch {
+		case k == nil || a == nil:
+			return store.Key{}, store.ErrNotFound
+		case k.Status == string(store.KeyDeleted):
 			return store.Key{}, store.ErrKeyDeleted
 		}
-		if !conflict(err) {
-			return store.Key{}, fmt.Errorf("dynamostore: update key: %w", err)
+		now := s.now()
+		upd := expression.Set(expression.Name("updated_at"), expression.Value(now))
+		if c.Name != nil {
+			upd = upd.Set(expression.Name("name"), expression.Value(*c.Name))
+			k.Name = *c.Name
 		}
+		if c.SetLimit {
+			if c.CreditLimit == nil {
+				upd = upd.Remove(expression.Name("credit_limit"))
+			} else {
+				upd = upd.Set(expression.Name("credit_limit"), expression.Value(*c.CreditLimit))
+			}
+			k.CreditLimit = c.CreditLimit
+		}
+		ex, err := expression.NewBuilder().WithUpdate(upd).
+			WithCondition(expression.Name("status").Equal(expression.Value(k.Status))).Build()
+		if err != nil {
+			return store.Key{}, err
+		}
+		items := []types.TransactWriteItem{{Update: &types.Update{
+			TableName: s.table, Key: itemKey(pk, sk), UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
+			ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
+		}}}
+		if k.Status == string(store.KeyActive) {
+			b, ok := a.Budgets[keyID]
+			if !ok { // a key from before budgets moved to the account
+				b = keyBudget{Used: k.CreditsUsed}
+			}
+			if c.SetLimit {
+				b.Limit = c.CreditLimit
+				w, err := newWalletWrite(a).budget(keyID, b)
+				if err != nil {
+					return store.Key{}, err
+				}
+				items = append(items, w.item(s))
+			}
+			k.CreditsUsed, k.CreditLimit = b.Used, b.Limit
+		}
+		cx, err := s.transact(ctx, items)
+		if err != nil {
+			return store.Key{}, err
+		}
+		if cx == nil {
+			k.UpdatedAt = now
+			return k.key(), nil
+		}
+		// The key or the wallet changed under us: decide again.
 		if err := backoff(ctx, attempt); err != nil {
 			return store.Key{}, err
 		}

@@ -58,6 +58,7 @@ func Run(t *testing.T, newStore Factory) {
 		"ReserveNeedsAPositiveCost":     testReservePositiveCost,
 		"ConcurrentGrantsAndReserves":   testConcurrentGrantsAndReserves,
 		"ReserveWhileTheLimitChanges":   testReserveWhileTheLimitChanges,
+		"SpendThroughStatusChanges":     testSpendThroughStatusChanges,
 		"ExpiredReservations":           testExpiredReservations,
 		"Outbox":                        testOutbox,
 		"OutcomesOncePerRequest":        testOutcomesOncePerRequest,
@@ -943,6 +944,57 @@ func testReserveWhileTheLimitChanges(t *testing.T, s store.Store) {
 		t.Errorf("%d succeeded, %d KEY_LIMIT_EXCEEDED, %d INSUFFICIENT_CREDITS; want 40/0/0", ok, limited, short)
 	}
 	checkSpent(t, s, a, k, 40)
+}
+
+// A capped key's spend survives revocations and reactivations racing its
+// reservations and refunds: a charge is accepted only while the key is
+// active and within its cap, each refund gives its credits back to the key
+// whether it is active then or not, and afterwards credits_used is exactly
+// the net of what was charged, never above the cap.
+func testSpendThroughStatusChanges(t *testing.T, s store.Store) {
+	a := newAccount(t, s, 1000)
+	k := newKey(t, s, a.ID, ptr(40))
+	var wg sync.WaitGroup
+	var net atomic.Int64
+	for i := 0; i < 120; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			if i%4 == 0 {
+				to := []store.KeyStatus{store.KeyRevoked, store.KeyActive}[(i/4)%2]
+				if _, err := s.SetKeyStatus(ctx, a.ID, k.ID, to); err != nil {
+					t.Error(err)
+				}
+				return
+			}
+			c := charge(a, k, 1)
+			var limit *store.KeyLimitError
+			_, err := s.Reserve(ctx, c)
+			switch {
+			case errors.Is(err, store.ErrKeyInactive) || errors.As(err, &limit):
+				return
+			case err != nil:
+				t.Error(err)
+				return
+			}
+			net.Add(1)
+			if i%3 == 0 {
+				if _, err := s.Refund(ctx, a.ID, c.RequestID); err != nil {
+					t.Error(err)
+					return
+				}
+				net.Add(-1)
+			}
+		}(i)
+	}
+	wg.Wait()
+	if _, err := s.SetKeyStatus(ctx, a.ID, k.ID, store.KeyActive); err != nil {
+		t.Fatal(err)
+	}
+	if net.Load() == 0 || net.Load() > 40 {
+		t.Errorf("net charge %d, want 1 to 40", net.Load())
+	}
+	checkSpent(t, s, a, k, net.Load())
 }
 
 // Grants racing reservations: every grant returns the exact account after
