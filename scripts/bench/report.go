@@ -579,13 +579,13 @@ func writeWhy(m *md, pipelines []pipelineRun, httpRes HTTPResult, bare map[strin
 // lower it (section 4 has the figures).
 var costWhy = map[string]string{
 	uncachedKind: "The fixed part (API Gateway, the Lambda request, the SQS send of a batch of one) is $1.60 before any store write. " +
-		"The request path writes 13 WRU: the reserve transaction is 9 (four items at twice a plain write's units, and the reservation's " +
-		"LeaseIndex entry), and the admission, the settle, the cache entry and the slot's release one each; the worker adds 1.2 and the " +
-		"reconciliation sweep reads the reservation once (0.5 RRU). Not writing an uncapped key (2 WRU) would leave its credits_used behind " +
-		"its charges, so a limit set later could be exceeded by charges still uncounted (spec 5.7 makes the cap atomic). Folding the " +
-		"reservation into the debit entry (2 WRU) needs one item found both by request id and in the ledger's time order, which takes an " +
-		"index write back. Both would still leave about 9 WRU, near $8.50: $6 needs a wallet whose debit and ledger entry are one " +
-		"single-item write.",
+		"The request path writes 11 WRU: the reserve transaction is 7 (three items, the account with the key's budget, the debit entry " +
+		"and the reservation, at twice a plain write's units, and the reservation's LeaseIndex entry), and the admission, the settle, " +
+		"the cache entry and the slot's release one each; the worker adds 1.2 and the reconciliation sweep reads the reservation once " +
+		"(0.5 RRU). No key item is written (the key's budget is on the account item the reserve writes anyway). Folding the " +
+		"reservation into the debit entry needs one item found both by request id and in the ledger's time order, which takes an " +
+		"index write back, so it saves nothing. $6 needs a wallet whose debit and ledger entry are one single-item write, outside a " +
+		"transaction: a different ledger design, which reopens every money property of the conformance suite.",
 	cacheHitKind: "The target is below what a hit must cost. API Gateway and the Lambda request are $1.20; a hit is in flight, so " +
 		"spec 8 has it take a slot and free it (two writes of the key's record, $1.25); reading the cached entry is $0.06. That is " +
 		"$2.51 before the Lambda's duration and before the hit is counted anywhere. Counting it adds its usage event's SQS send ($0.40) " +
@@ -593,8 +593,8 @@ var costWhy = map[string]string{
 		"cache's answer before admission, which puts a round trip ahead of every uncached call (the paid call would take 4, over its " +
 		"target of 3); usage events sent in tens would have to wait across invocations in a Lambda instance that may be frozen or " +
 		"recycled, losing them.",
-	batchKind: "The items enter (authentication and admission) with one write, are reserved with one transaction (the account, the " +
-		"key and each item's debit entry, reservation and LeaseIndex entry) and free their slots with one write once the batch has " +
+	batchKind: "The items enter (authentication and admission) with one write, are reserved with one transaction (the account with " +
+		"the key's budget, and each item's debit entry, reservation and LeaseIndex entry) and free their slots with one write once the batch has " +
 		"answered; each item is still settled and cached on its own (1 WRU each), and its usage event counted once by the worker.",
 }
 
@@ -883,8 +883,9 @@ func writeCost(m *md, tripBy map[string]RoundTrip) {
 				ddb += l.PerMillion
 			}
 		}
-		m.p("DynamoDB dominates: a paid uncached success writes %s WRU on the request path (the reserve transaction writes four items (key, "+
-			"account, debit entry, reservation) at twice the unit cost of a plain write, and the reservation's LeaseIndex entry; then the "+
+		m.p("DynamoDB dominates: a paid uncached success writes %s WRU on the request path (the reserve transaction writes three items "+
+			"(the account with the key's budget, the debit entry, the reservation) at twice the unit cost of a plain write, and the "+
+			"reservation's LeaseIndex entry; then the "+
 			"admission, the settle (which leaves the LeaseIndex entry for the sweep's mark to pass), the cache entry and the slot's release) "+
 			"and %s more in the worker, and reads %s RRU, and %s more in the reconciliation sweep; DynamoDB is %.0f%% of its %s.",
 			fmtFloat(r.WRU), fmtFloat(r.WorkerWRU), fmtFloat(r.RRU), fmtFloat(r.SweepRRU), 100*ddb/t, fmtDollars(t))
