@@ -208,16 +208,11 @@ func (s *Store) SetKeyStatus(ctx context.Context, accountID, keyID string, to st
 	}
 	pk, sk := accountPK(accountID), pfxKey+keyID
 	for attempt := 0; ; attempt++ {
-		a, k, err := s.accountThenKey(ctx, pk, sk)
+		a, k, err := s.undeletedKey(ctx, pk, sk)
 		if err != nil {
 			return store.Key{}, err
 		}
-		switch {
-		case k == nil || a == nil:
-			return store.Key{}, store.ErrNotFound
-		case k.Status == string(store.KeyDeleted):
-			return store.Key{}, store.ErrKeyDeleted
-		case k.Status == string(to):
+		if k.Status == string(to) {
 			return k.withBudget(a), nil
 		}
 		now := s.now()
@@ -280,16 +275,24 @@ func (s *Store) SetKeyStatus(ctx context.Context, accountID, keyID string, to st
 	}
 }
 
-// accountThenKey reads the account item, then the key item: in that order,
-// the key's figures are at least as recent as the account's version
-// (budgets.go).
-func (s *Store) accountThenKey(ctx context.Context, pk, sk string) (*accountItem, *keyItem, error) {
+// undeletedKey reads the account item, then the key item (in that order,
+// the key's figures are at least as recent as the account's version:
+// budgets.go): ErrNotFound without either, ErrKeyDeleted for a deleted key.
+func (s *Store) undeletedKey(ctx context.Context, pk, sk string) (*accountItem, *keyItem, error) {
 	a, err := get[accountItem](ctx, s, pk, skAccount)
 	if err != nil {
 		return nil, nil, err
 	}
 	k, err := get[keyItem](ctx, s, pk, sk)
-	return a, k, err
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case k == nil || a == nil:
+		return nil, nil, store.ErrNotFound
+	case k.Status == string(store.KeyDeleted):
+		return nil, nil, store.ErrKeyDeleted
+	}
+	return a, k, nil
 }
 
 // UpdateKey renames a key and/or changes its credit limit (a nil limit
@@ -304,15 +307,9 @@ func (s *Store) UpdateKey(ctx context.Context, accountID, keyID string, c store.
 	}
 	pk, sk := accountPK(accountID), pfxKey+keyID
 	for attempt := 0; ; attempt++ {
-		a, k, err := s.accountThenKey(ctx, pk, sk)
+		a, k, err := s.undeletedKey(ctx, pk, sk)
 		if err != nil {
 			return store.Key{}, err
-		}
-		switch {
-		case k == nil || a == nil:
-			return store.Key{}, store.ErrNotFound
-		case k.Status == string(store.KeyDeleted):
-			return store.Key{}, store.ErrKeyDeleted
 		}
 		now := s.now()
 		upd := expression.Set(expression.Name("updated_at"), expression.Value(now))
