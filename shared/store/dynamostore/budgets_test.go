@@ -126,6 +126,10 @@ func TestBudgetOfAKeyFromBefore(t *testing.T) {
 	if got, err := s.Key(ctx, a.ID, k.ID); err != nil || got.CreditsUsed != 5 || got.CreditLimit == nil || *got.CreditLimit != 12 {
 		t.Fatalf("Key of an earlier key: %+v %v", got, err)
 	}
+	name := "renamed"
+	if got, err := s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{Name: &name}); err != nil || got.CreditsUsed != 5 || got.CreditLimit == nil || *got.CreditLimit != 12 {
+		t.Errorf("renaming an earlier key: %+v %v", got, err)
+	}
 	if _, err := s.Refund(ctx, a.ID, old.RequestID); err != nil {
 		t.Fatal(err)
 	}

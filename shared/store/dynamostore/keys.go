@@ -123,7 +123,9 @@ func (s *Store) KeyByHash(ctx context.Context, hash string) (store.Key, error) {
 }
 
 // Key reads the key and its account (for the key's budget) in one
-// BatchGetItem.
+// BatchGetItem. The two reads are not one snapshot: while the key's status
+// is changing, its figures may be the key item's older ones for that
+// moment. Charges never decide on them (ReserveMany reads the account).
 func (s *Store) Key(ctx context.Context, accountID, keyID string) (store.Key, error) {
 	pk := accountPK(accountID)
 	found, err := s.getMany(ctx, ref(pk, pfxKey+keyID), ref(pk, skAccount))
@@ -153,6 +155,12 @@ func (s *Store) Keys(ctx context.Context, accountID string) ([]store.Key, error)
 	if err != nil {
 		return nil, err
 	}
+	// The account first: a key item read after it is as recent as the
+	// budgets it carries (budgets.go).
+	a, err := get[accountItem](ctx, s, accountPK(accountID), skAccount)
+	if err != nil {
+		return nil, err
+	}
 	var listed []keyItem
 	p := dynamodb.NewQueryPaginator(s.db, &dynamodb.QueryInput{
 		TableName:                 s.table,
@@ -172,11 +180,6 @@ func (s *Store) Keys(ctx context.Context, accountID string) ([]store.Key, error)
 			return nil, err
 		}
 		listed = append(listed, items...)
-	}
-	// The active keys' budgets are on the account (budgets.go).
-	a, err := get[accountItem](ctx, s, accountPK(accountID), skAccount)
-	if err != nil {
-		return nil, err
 	}
 	keys := make([]store.Key, len(listed))
 	for i, it := range listed {
@@ -207,8 +210,8 @@ func (s *Store) SetKeyStatus(ctx context.Context, accountID, keyID string, to st
 		return store.Key{}, fmt.Errorf("dynamostore: unknown key status %q", to)
 	}
 	pk, sk := accountPK(accountID), pfxKey+keyID
+	a, k, err := s.undeletedKey(ctx, pk, sk)
 	for attempt := 0; ; attempt++ {
-		a, k, err := s.undeletedKey(ctx, pk, sk)
 		if err != nil {
 			return store.Key{}, err
 		}
@@ -248,9 +251,9 @@ func (s *Store) SetKeyStatus(ctx context.Context, accountID, keyID string, to st
 		if w != nil {
 			items = append(items, w.item(s))
 		}
-		c, err := s.transact(ctx, items)
-		if err != nil {
-			return store.Key{}, err
+		c, txErr := s.transact(ctx, items)
+		if txErr != nil {
+			return store.Key{}, txErr
 		}
 		if c == nil {
 			k.Status, k.UpdatedAt = string(to), now
@@ -259,19 +262,24 @@ func (s *Store) SetKeyStatus(ctx context.Context, accountID, keyID string, to st
 		if bad, _ := c.failed(1); bad {
 			return store.Key{}, fmt.Errorf("dynamostore: key %s has no hash record", keyID)
 		}
-		if bad, old := c.failed(2); bad && to == store.KeyActive {
-			if old, err := decode[accountItem](old); err != nil || (old != nil && old.ActiveKeys >= store.MaxActiveKeys) {
-				if err != nil {
-					return store.Key{}, err
-				}
-				return store.Key{}, store.ErrTooManyKeys
-			}
-		}
-		// The key or the wallet changed under us: decide again from what
-		// they are now.
 		if err := backoff(ctx, attempt); err != nil {
 			return store.Key{}, err
 		}
+		bad, old := c.failed(2)
+		if !bad {
+			// The key changed under us (or a conflict): read both again.
+			a, k, err = s.undeletedKey(ctx, pk, sk)
+			continue
+		}
+		// The wallet changed: go on from the account as the condition saw
+		// it, with the key read after it.
+		if a, err = decode[accountItem](old); err != nil {
+			return store.Key{}, err
+		}
+		if to == store.KeyActive && a != nil && a.ActiveKeys >= store.MaxActiveKeys {
+			return store.Key{}, store.ErrTooManyKeys
+		}
+		a, k, err = s.keyAfter(ctx, a, pk, sk)
 	}
 }
 
@@ -283,6 +291,11 @@ func (s *Store) undeletedKey(ctx context.Context, pk, sk string) (*accountItem, 
 	if err != nil {
 		return nil, nil, err
 	}
+	return s.keyAfter(ctx, a, pk, sk)
+}
+
+// keyAfter is undeletedKey from an account item already read.
+func (s *Store) keyAfter(ctx context.Context, a *accountItem, pk, sk string) (*accountItem, *keyItem, error) {
 	k, err := get[keyItem](ctx, s, pk, sk)
 	switch {
 	case err != nil:
@@ -311,6 +324,12 @@ func (s *Store) UpdateKey(ctx context.Context, accountID, keyID string, c store.
 		if err != nil {
 			return store.Key{}, err
 		}
+		// The key's figures: its budget on the account while it is active,
+		// else (or for a key from before budgets moved there) its key item's.
+		b, onAccount := a.Budgets[keyID]
+		if !onAccount {
+			b = keyBudget{Used: k.CreditsUsed, Limit: k.CreditLimit}
+		}
 		now := s.now()
 		upd := expression.Set(expression.Name("updated_at"), expression.Value(now))
 		if c.Name != nil {
@@ -323,7 +342,7 @@ func (s *Store) UpdateKey(ctx context.Context, accountID, keyID string, c store.
 			} else {
 				upd = upd.Set(expression.Name("credit_limit"), expression.Value(*c.CreditLimit))
 			}
-			k.CreditLimit = c.CreditLimit
+			b.Limit = c.CreditLimit
 		}
 		ex, err := expression.NewBuilder().WithUpdate(upd).
 			WithCondition(expression.Name("status").Equal(expression.Value(k.Status))).Build()
@@ -334,27 +353,23 @@ func (s *Store) UpdateKey(ctx context.Context, accountID, keyID string, c store.
 			TableName: s.table, Key: itemKey(pk, sk), UpdateExpression: ex.Update(), ConditionExpression: ex.Condition(),
 			ExpressionAttributeNames: ex.Names(), ExpressionAttributeValues: ex.Values(),
 		}}}
-		if k.Status == string(store.KeyActive) {
-			b, ok := a.Budgets[keyID]
-			if !ok { // a key from before budgets moved to the account
-				b = keyBudget{Used: k.CreditsUsed}
-			}
-			if c.SetLimit {
-				b.Limit = c.CreditLimit
-				w, err := newWalletWrite(a).budget(keyID, b)
-				if err != nil {
+		if c.SetLimit {
+			// The wallet's version moves on for a key that is not active too:
+			// a reactivation that read the old limit cannot commit after this.
+			w := newWalletWrite(a)
+			if k.Status == string(store.KeyActive) {
+				if _, err := w.budget(keyID, b); err != nil {
 					return store.Key{}, err
 				}
-				items = append(items, w.item(s))
 			}
-			k.CreditsUsed, k.CreditLimit = b.Used, b.Limit
+			items = append(items, w.item(s))
 		}
 		cx, err := s.transact(ctx, items)
 		if err != nil {
 			return store.Key{}, err
 		}
 		if cx == nil {
-			k.UpdatedAt = now
+			k.UpdatedAt, k.CreditsUsed, k.CreditLimit = now, b.Used, b.Limit
 			return k.key(), nil
 		}
 		// The key or the wallet changed under us: decide again.

@@ -59,6 +59,7 @@ func Run(t *testing.T, newStore Factory) {
 		"ConcurrentGrantsAndReserves":   testConcurrentGrantsAndReserves,
 		"ReserveWhileTheLimitChanges":   testReserveWhileTheLimitChanges,
 		"SpendThroughStatusChanges":     testSpendThroughStatusChanges,
+		"LimitChangeWhileReactivated":   testLimitChangeWhileReactivated,
 		"ExpiredReservations":           testExpiredReservations,
 		"Outbox":                        testOutbox,
 		"OutcomesOncePerRequest":        testOutcomesOncePerRequest,
@@ -995,6 +996,42 @@ func testSpendThroughStatusChanges(t *testing.T, s store.Store) {
 		t.Errorf("net charge %d, want 1 to 40", net.Load())
 	}
 	checkSpent(t, s, a, k, net.Load())
+}
+
+// A limit set on a revoked key while it is being reactivated holds once
+// both are done, and is the one enforced: the reactivation cannot bring
+// back the limit it read before.
+func testLimitChangeWhileReactivated(t *testing.T, s store.Store) {
+	a := newAccount(t, s, 1000)
+	k := newKey(t, s, a.ID, ptr(500))
+	for round := int64(0); round < 20; round++ {
+		if _, err := s.SetKeyStatus(ctx, a.ID, k.ID, store.KeyRevoked); err != nil {
+			t.Fatal(err)
+		}
+		limit := 10 + round
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			if _, err := s.SetKeyStatus(ctx, a.ID, k.ID, store.KeyActive); err != nil {
+				t.Error(err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if _, err := s.UpdateKey(ctx, a.ID, k.ID, store.KeyChange{SetLimit: true, CreditLimit: &limit}); err != nil {
+				t.Error(err)
+			}
+		}()
+		wg.Wait()
+		if got, err := s.Key(ctx, a.ID, k.ID); err != nil || got.CreditLimit == nil || *got.CreditLimit != limit {
+			t.Fatalf("round %d: key %+v (%v), want the limit %d", round, got, err, limit)
+		}
+		var over *store.KeyLimitError
+		if _, err := s.Reserve(ctx, charge(a, k, limit+1)); !errors.As(err, &over) || over.CreditLimit != limit {
+			t.Fatalf("round %d: a charge over the limit %d: %v", round, limit, err)
+		}
+	}
 }
 
 // Grants racing reservations: every grant returns the exact account after
