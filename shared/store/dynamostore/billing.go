@@ -186,7 +186,7 @@ func (s *Store) groupItems(pk string, g groupDecision, out []store.Reserved, a *
 	for _, id := range ids {
 		b := budgets[id]
 		b.Used += g.keyUsed[id]
-		if _, err := w.budget(id, b); err != nil {
+		if err := w.budget(id, b); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -330,7 +330,7 @@ func (s *Store) Refund(ctx context.Context, accountID, requestID string) (int64,
 		}
 		if b, ok := a.Budgets[r.KeyID]; ok {
 			b.Used -= r.Cost
-			if _, err := w.budget(r.KeyID, b); err != nil {
+			if err := w.budget(r.KeyID, b); err != nil {
 				return 0, err
 			}
 		} else {

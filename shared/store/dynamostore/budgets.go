@@ -163,15 +163,15 @@ func (w *walletWrite) name(keyID string) string {
 }
 
 // budget sets a key's budget.
-func (w *walletWrite) budget(keyID string, b keyBudget) (*walletWrite, error) {
+func (w *walletWrite) budget(keyID string, b keyBudget) error {
 	av, err := attributevalue.Marshal(b)
 	if err != nil {
-		return nil, fmt.Errorf("dynamostore: marshal budget: %w", err)
+		return fmt.Errorf("dynamostore: marshal budget: %w", err)
 	}
 	p := w.name(keyID)
 	w.set = append(w.set, p+" = :"+p[1:])
 	w.values[":"+p[1:]] = av
-	return w, nil
+	return nil
 }
 
 // dropBudget removes a key's budget (the key leaves active).

@@ -224,7 +224,7 @@ func (s *Store) SetKeyStatus(ctx context.Context, accountID, keyID string, to st
 		switch {
 		case to == store.KeyActive: // from revoked
 			w = newWalletWrite(a).activeKeys(1)
-			if _, err := w.budget(keyID, keyBudget{Used: k.CreditsUsed, Limit: k.CreditLimit}); err != nil {
+			if err := w.budget(keyID, keyBudget{Used: k.CreditsUsed, Limit: k.CreditLimit}); err != nil {
 				return store.Key{}, err
 			}
 		case k.Status == string(store.KeyActive): // to revoked or deleted
@@ -358,7 +358,7 @@ func (s *Store) UpdateKey(ctx context.Context, accountID, keyID string, c store.
 			// a reactivation that read the old limit cannot commit after this.
 			w := newWalletWrite(a)
 			if k.Status == string(store.KeyActive) {
-				if _, err := w.budget(keyID, b); err != nil {
+				if err := w.budget(keyID, b); err != nil {
 					return store.Key{}, err
 				}
 			}
