@@ -22,7 +22,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/meridian-data/meridian/shared/afterwork"
 	"github.com/meridian-data/meridian/shared/assist"
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/composite"
@@ -86,9 +85,6 @@ type Deps struct {
 	Events usage.Sink
 	// AdminToken enables the operator API; empty reads MERIDIAN_ADMIN_TOKEN.
 	AdminToken string
-	// After runs each request's store writes that its answer does not wait
-	// for (pipeline.Config.After); nil runs them before the answer returns.
-	After *afterwork.Queue
 	// Scheduler keeps one schedule per monitor (EventBridge Scheduler in
 	// AWS, in process locally); nil serves no /v1/monitors.
 	Scheduler monitors.Scheduler
@@ -188,7 +184,6 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 		ErrorsURL:     os.Getenv(EnvErrorsURL),
 		Contact:       contact(),
 		Logger:        logger,
-		After:         deps.After,
 		Monitors:      monitorStore,
 		Scheduler:     deps.Scheduler,
 		Jobs:          jobs,
@@ -291,13 +286,7 @@ func StartLambda(family registry.Family) {
 	}
 	var after func(gateway.EventHandler) gateway.EventHandler
 	if deps.emitter != nil {
-		// The extension must register before the function is built: only
-		// with it may work follow the response (deps.After).
-		deps.After = &afterwork.Queue{}
-		after = afterInvocations(ctx, deps.After, deps.emitter, logger)
-		if after == nil {
-			deps.After = nil
-		}
+		after = afterInvocations(ctx, deps.emitter, logger)
 	}
 	h := Function(family, logger, deps)
 	if after != nil {
@@ -449,7 +438,6 @@ func RunLocal() {
 	}
 	defer stopReplay()
 	deps.Store, deps.Throttle, deps.Events = s, ThrottleFromEnv(), LocalEvents(ctx, s, logger)
-	deps.After = &afterwork.Queue{}
 	scheduler, jobs, err := LocalRuns(ctx, logger, &deps)
 	if err != nil {
 		logger.Error("cannot start the monitors' scheduler", "error", err.Error())
@@ -458,12 +446,10 @@ func RunLocal() {
 	err = ListenAndServe(ctx, addr, logger, deps, func(a net.Addr) {
 		logger.Info("meridian listening", "addr", "http://"+a.String(), "data_dir", dir, "try", "curl -i http://"+a.String()+"/v1")
 	})
-	// The last answers' writes land before the store closes.
-	drain, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Shutdown waited for the last answers (each lands its writes before
+	// it is sent); the runs in progress end before the store closes.
 	scheduler.Wait()
 	jobs.Wait()
-	deps.After.Wait(drain)
-	cancel()
 	if err != nil {
 		logger.Error("local server stopped", "error", err.Error())
 		os.Exit(1)

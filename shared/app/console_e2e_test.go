@@ -19,7 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meridian-data/meridian/shared/afterwork"
 	"github.com/meridian-data/meridian/shared/app"
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/monitors"
@@ -211,8 +210,7 @@ func TestConsoleMonitorsInChromium(t *testing.T) {
 
 	s := newEmbedded(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	deps := app.Deps{Store: s, Upstream: app.NewUpstream(logger, func(string) (string, bool) { return "", false }, source.URL),
-		After: &afterwork.Queue{}}
+	deps := app.Deps{Store: s, Upstream: app.NewUpstream(logger, func(string) (string, bool) { return "", false }, source.URL)}
 	deps.Events = app.LocalEvents(ctx, s, logger)
 	scheduler, jobs, err := app.LocalRuns(ctx, logger, &deps)
 	if err != nil {
@@ -224,9 +222,6 @@ func TestConsoleMonitorsInChromium(t *testing.T) {
 		cancel()
 		scheduler.Wait()
 		jobs.Wait()
-		drain, stop := context.WithTimeout(context.Background(), 5*time.Second)
-		defer stop()
-		deps.After.Wait(drain)
 	})
 	acct, token, err := pipeline.CreateAccount(ctx, s, 100, envelope.NewRequestID())
 	if err != nil {

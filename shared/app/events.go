@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/meridian-data/meridian/shared/afterwork"
 	"log/slog"
 	"os"
 	"strings"
@@ -78,23 +77,16 @@ func queueEmitter(ctx context.Context, s store.Store, logger *slog.Logger) (*usa
 	return &usage.Emitter{Queue: sqsqueue.New(client, url), Outbox: outbox, Logger: logger}, nil
 }
 
-// afterInvocations sends each invocation's events after its response
-// (an internal Lambda extension), or in the background when the extension
-// cannot register.
-//
-// The work after each invocation first waits for the requests' own
-// after-response writes (q): they may add reconciliations to the events.
-// Without the extension it returns nil: nothing may then follow a
-// response, since the environment may freeze as soon as it is returned.
-func afterInvocations(ctx context.Context, q *afterwork.Queue, e *usage.Emitter, logger *slog.Logger) func(gateway.EventHandler) gateway.EventHandler {
+// afterInvocations sends each invocation's usage events and
+// reconciliations after its response (an internal Lambda extension): no
+// client reads them back at once. When the extension cannot register it
+// returns nil and the events are flushed in the background.
+func afterInvocations(ctx context.Context, e *usage.Emitter, logger *slog.Logger) func(gateway.EventHandler) gateway.EventHandler {
 	background := func() {
 		logger.Warn("after-invocation extension lost; flushing in the background")
 		go e.Run(ctx, flushEvery)
 	}
 	wrap, err := gateway.AfterInvocation(ctx, os.Getenv("AWS_LAMBDA_RUNTIME_API"), func(ctx context.Context) {
-		if !q.Wait(ctx) {
-			logger.Warn("after-response writes still running at the end of the invocation's work")
-		}
 		if err := e.Flush(ctx); err != nil {
 			logger.Warn("usage flush incomplete", "error", err.Error())
 		}

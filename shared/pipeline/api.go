@@ -65,7 +65,7 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 			x.fail(refusal)
 			return
 		}
-		defer p.releaseAfter(x, principal)
+		p.releaseSlot(x, principal)
 	}
 	if qerr != nil {
 		x.fail(qerr)
@@ -76,17 +76,17 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 		return
 	}
 	call := &Call{RequestID: x.requestID, Endpoint: e, Params: validated, Principal: principal, Sandbox: sandbox, Request: x.r,
-		lookup: lookup, afterResponse: x.afterResponse}
+		lookup: lookup, effect: x.effect}
 	x.call = call
 	finish, handled := p.idempotency(x, call)
 	if handled {
 		return
 	}
 	if finish != nil {
-		// After the response, so it sees the status of every answer,
-		// refusals and panics included: a refused request frees its key
-		// for the retry.
-		defer x.afterResponse(finish)
+		// It lands once the answer is known, so it sees the status of
+		// every answer, refusals and panics included: a refused request
+		// frees its key for the retry.
+		x.effect(finish)
 	}
 	// A request with an Idempotency-Key takes its slot once the key is
 	// claimed (a replay or a 409 takes none), beside a paid call's reserve.

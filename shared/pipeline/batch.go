@@ -54,8 +54,9 @@ func (p *Pipeline) batch(_ context.Context, c *Call) (any, *envelope.Error) {
 		}()
 	}
 	wg.Wait()
-	if c.afterResponse != nil {
-		c.afterResponse(func(ctx context.Context) { gather.releaseHeld(ctx, p) })
+	if c.effect != nil {
+		// The items' slots are free before the wrapper answers.
+		c.effect(func(ctx context.Context) { gather.releaseHeld(ctx, p) })
 	}
 	return Raw{ContentType: "application/json", Body: batchWrapper(results, statuses)}, nil
 }

@@ -185,13 +185,14 @@ func (p *Pipeline) reserveSlotted(x *exchange, c *Call) (charge *store.Charge, r
 	return charge, remaining, true
 }
 
-// settle records a billed call's success, after its response: the answer
-// does not depend on it. A settle that cannot be written is sent to
-// reconciliation; one that never happens (the process died) leaves the
-// reservation "reserved", and the sweep refunds reservations with no
-// recorded success, so the error can only cost Meridian, never the caller.
+// settle records a billed call's success, an effect of its answer: it
+// lands before the answer leaves, beside the answer's other writes. A
+// settle that cannot be written is sent to reconciliation; one that never
+// happens (the process died) leaves the reservation "reserved", and the
+// sweep refunds reservations with no recorded success, so the error can
+// only cost Meridian, never the caller.
 func (p *Pipeline) settle(x *exchange, charge store.Charge) {
-	x.afterResponse(func(ctx context.Context) {
+	x.effect(func(ctx context.Context) {
 		if err := p.cfg.Store.Settle(ctx, charge.AccountID, charge.RequestID); err != nil {
 			p.cfg.Logger.Error("settle failed", "request_id", x.requestID, "error", err.Error())
 			p.reconcileLater(x, usage.Settle, charge)

@@ -121,13 +121,14 @@ func (p *Pipeline) lookupCache(ctx context.Context, requestID string, cu *cacheU
 	}
 }
 
-// keep stores a fresh success's data after the response, best effort.
+// keep stores a fresh success's data, an effect of its answer (it lands
+// before the answer leaves), best effort.
 func (p *Pipeline) keep(x *exchange, cu cacheUse, raw []byte) {
 	if !cu.keep || len(raw) > store.MaxCachedBytes {
 		return
 	}
 	now := p.cfg.Now()
-	x.afterResponse(func(ctx context.Context) {
+	x.effect(func(ctx context.Context) {
 		if err := p.cfg.Cache.CachePut(ctx, cu.key, raw, now, now.Add(cu.ttl)); err != nil {
 			p.cfg.Logger.Warn("cache write failed", "request_id", x.requestID, "error", err.Error())
 		}

@@ -88,7 +88,7 @@ func (p *Pipeline) serveConsole(x *exchange, path string) {
 		return
 	}
 	if finish != nil {
-		defer x.afterResponse(finish)
+		x.effect(finish)
 	}
 	switch {
 	case rest == "/overview" && m == http.MethodGet:
@@ -307,7 +307,7 @@ func (p *Pipeline) serveAdmin(x *exchange, path string) {
 		return
 	}
 	if finish != nil {
-		defer x.afterResponse(finish)
+		x.effect(finish)
 	}
 	switch {
 	case len(segs) == 1 && segs[0] == "accounts" && x.r.Method == http.MethodPost:

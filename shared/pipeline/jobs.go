@@ -246,7 +246,7 @@ func (p *Pipeline) jobCall(ctx context.Context, j store.Job) (int, []byte) {
 	rec := &itemRecorder{header: http.Header{}}
 	x := &exchange{w: &statusWriter{ResponseWriter: rec}, r: req, requestID: j.RequestID, docBase: p.errorsURL(req), parentID: j.ID}
 	defer func() {
-		p.runAfter(x)
+		p.land(x)
 		p.logRequest(x, start)
 	}()
 	fail := func(e *envelope.Error) (int, []byte) {

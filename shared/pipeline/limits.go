@@ -112,18 +112,21 @@ func limitRefusal(a store.Admission) *envelope.Error {
 	return nil
 }
 
-// releaseAfter frees the request's in-flight slot after its response,
-// even if the caller has gone; if this fails the lease frees it. A batch
-// item's slot is held until the batch has answered and then freed with
-// the other items' in one write (batchGather.releaseHeld).
-func (p *Pipeline) releaseAfter(x *exchange, who auth.Principal) {
-	if ig := gatherOf(x.r.Context()); ig != nil {
-		if x.admitted {
-			ig.g.holdSlot(who.LimitsID(), x.requestID, x.stale)
+// releaseSlot frees the request's in-flight slot before its answer is
+// sent (an effect), even if the caller has gone; if this fails the lease
+// frees it. A batch item's slot is held until the batch's items are done
+// and then freed with the other items' in one write, before the batch
+// answers (batchGather.releaseHeld).
+func (p *Pipeline) releaseSlot(x *exchange, who auth.Principal) {
+	x.effect(func(ctx context.Context) {
+		if ig := gatherOf(x.r.Context()); ig != nil {
+			if x.admitted {
+				ig.g.holdSlot(who.LimitsID(), x.requestID, x.stale)
+			}
+			return
 		}
-		return
-	}
-	x.afterResponse(func(ctx context.Context) { p.release(ctx, x, who) })
+		p.release(ctx, x, who)
+	})
 }
 
 func (p *Pipeline) release(ctx context.Context, x *exchange, who auth.Principal) {

@@ -12,9 +12,9 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/meridian-data/meridian/shared/afterwork"
 	"github.com/meridian-data/meridian/shared/assist"
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
@@ -58,8 +58,9 @@ type Call struct {
 	// slot waits for the in-flight slot taken after an Idempotency-Key
 	// claim (nil: the slot came with admission).
 	slot func() *envelope.Error
-	// afterResponse leaves work for after the call's response (exchange).
-	afterResponse func(func(context.Context))
+	// effect leaves work the call's answer implies for before the answer
+	// is sent (exchange.effect).
+	effect func(func(context.Context))
 }
 
 // Handler serves one endpoint after the pipeline has admitted the call.
@@ -139,12 +140,7 @@ type Config struct {
 	// /v1/web/jobs/{id} answers their state.
 	Jobs     store.Jobs
 	JobQueue monitors.JobQueue
-	// After runs the work a request leaves for after its response (slot
-	// release, settle, cache write, idempotent outcome) so the caller
-	// never waits for it; nil runs it before ServeHTTP returns, after the
-	// response is written (tests read the store right after a call).
-	After *afterwork.Queue
-	Now   func() time.Time
+	Now func() time.Time
 }
 
 // Pipeline is the http.Handler built from a Config.
@@ -301,31 +297,41 @@ type exchange struct {
 	// streamed is a stream's final result envelope and its status: what an
 	// Idempotency-Key keeps for replay, and what the usage event reports.
 	streamed *streamOutcome
-	// after is the work left for after the response (afterResponse).
-	after []func(context.Context)
+	// effects are the writes the answer implies, landed before it is sent
+	// (effect, land).
+	effects []func(context.Context)
 }
 
-// afterResponse leaves fn for after the response is written: store writes
-// whose outcome the answer does not depend on.
-func (x *exchange) afterResponse(fn func(context.Context)) { x.after = append(x.after, fn) }
+// effect leaves fn, a write whose outcome the answer implies (a settle, a
+// cache entry, an idempotent outcome, a slot's release), for land: it
+// runs once the answer is known and lands before the answer's last byte
+// leaves, so the caller's next request sees it. The answer does not
+// depend on how it went: a write that fails is logged (or reconciled)
+// by fn itself.
+func (x *exchange) effect(fn func(context.Context)) { x.effects = append(x.effects, fn) }
 
-// runAfter starts the request's after-response work, each piece on its
-// own (they touch different records): on the After queue, or here and
-// now, one after the other, when there is none.
-func (p *Pipeline) runAfter(x *exchange) {
-	work := x.after
-	x.after = nil
-	if p.cfg.After == nil {
-		for _, fn := range work {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), billingTimeout)
-			fn(ctx)
-			cancel()
-		}
+// land runs the answer's effects side by side (they touch different
+// records: one round trip for all) and returns when each has landed or
+// given up within billingTimeout, detached from a caller who has gone.
+// Effects left after it (none, unless a stream lands early) wait for the
+// next land.
+func (p *Pipeline) land(x *exchange) {
+	work := x.effects
+	x.effects = nil
+	run := func(fn func(context.Context)) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), billingTimeout)
+		defer cancel()
+		fn(ctx)
+	}
+	if len(work) == 1 {
+		run(work[0]) // no goroutine for the common single write
 		return
 	}
+	var wg sync.WaitGroup
 	for _, fn := range work {
-		p.cfg.After.Go(x.r.Context(), billingTimeout, fn)
+		wg.Go(func() { run(fn) })
 	}
+	wg.Wait()
 }
 
 func (p *Pipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -336,7 +342,7 @@ func (p *Pipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // recovered panic as INTERNAL_ERROR and one log line.
 func (p *Pipeline) serve(w http.ResponseWriter, r *http.Request, handle func(*exchange)) {
 	start := p.cfg.Now()
-	x := &exchange{w: &statusWriter{ResponseWriter: w}, r: r, requestID: envelope.NewRequestID()}
+	x := &exchange{w: &statusWriter{ResponseWriter: w, holding: true}, r: r, requestID: envelope.NewRequestID()}
 	x.docBase = p.errorsURL(r)
 	w.Header().Set("X-Request-Id", x.requestID)
 	defer func() {
@@ -346,7 +352,11 @@ func (p *Pipeline) serve(w http.ResponseWriter, r *http.Request, handle func(*ex
 				x.fail(envelope.Internal())
 			}
 		}
-		p.runAfter(x)
+		// What the answer implies lands, then the answer leaves: a
+		// client's next request sees its effects. Usage events and the
+		// log line follow it (nothing a client reads back at once).
+		p.land(x)
+		x.w.send()
 		p.logRequest(x, start)
 		p.emitUsage(x, p.cfg.Now().Sub(start))
 	}()
@@ -467,12 +477,18 @@ func (p *Pipeline) logRequest(x *exchange, start time.Time) {
 }
 
 // statusWriter remembers the status for the log line, and the body when
-// an idempotent request's outcome is to be stored.
+// an idempotent request's outcome is to be stored. While holding, it
+// keeps the answer back (its status and body; the head's fields stay in
+// the ResponseWriter's map) until send, so that the answer's effects land
+// before any of it leaves. A flush (an event stream) sends what is held
+// and ends the holding: a stream lands its effects before its last event.
 type statusWriter struct {
 	http.ResponseWriter
 	status  int
 	wrote   bool
 	capture *bytes.Buffer
+	holding bool
+	held    bytes.Buffer
 }
 
 func (s *statusWriter) WriteHeader(code int) {
@@ -480,11 +496,19 @@ func (s *statusWriter) WriteHeader(code int) {
 		return
 	}
 	s.status, s.wrote = code, true
-	s.ResponseWriter.WriteHeader(code)
+	if !s.holding {
+		s.ResponseWriter.WriteHeader(code)
+	}
 }
 
-// Unwrap lets http.ResponseController flush a stream.
+// Unwrap lets http.ResponseController reach the ResponseWriter.
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// FlushError sends what is held, then flushes: a stream goes out as written.
+func (s *statusWriter) FlushError() error {
+	s.send()
+	return http.NewResponseController(s.ResponseWriter).Flush()
+}
 
 func (s *statusWriter) Write(b []byte) (int, error) {
 	if !s.wrote {
@@ -493,5 +517,24 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 	if s.capture != nil {
 		s.capture.Write(b)
 	}
+	if s.holding {
+		return s.held.Write(b)
+	}
 	return s.ResponseWriter.Write(b)
+}
+
+// send writes the held answer and stops holding.
+func (s *statusWriter) send() {
+	if !s.holding {
+		return
+	}
+	s.holding = false
+	if !s.wrote {
+		return
+	}
+	s.ResponseWriter.WriteHeader(s.status)
+	if s.held.Len() > 0 {
+		_, _ = s.ResponseWriter.Write(s.held.Bytes())
+		s.held = bytes.Buffer{}
+	}
 }

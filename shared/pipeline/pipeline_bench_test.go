@@ -23,7 +23,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/meridian-data/meridian/shared/afterwork"
 	"github.com/meridian-data/meridian/shared/app"
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
@@ -68,7 +67,6 @@ type benchEnv struct {
 	handler http.Handler
 	key     string
 	account store.Account
-	after   *afterwork.Queue
 }
 
 // replayRunner serves every shipped provider from testdata/upstream on a
@@ -94,9 +92,7 @@ func newBenchEnv(tb testing.TB, s store.Store, sink usage.Sink, logs io.Writer) 
 	tb.Helper()
 	ctx := context.Background()
 	logger := slog.New(slog.NewJSONHandler(logs, nil)) // the log line is formatted, as app.Logger does
-	// Work after the response runs on its own, as in Lambda and make run.
-	after := &afterwork.Queue{}
-	cfg := app.Config("", logger, app.Deps{Store: s, Throttle: auth.NewThrottle(20), Upstream: replayRunner(tb), Events: sink, After: after})
+	cfg := app.Config("", logger, app.Deps{Store: s, Throttle: auth.NewThrottle(20), Upstream: replayRunner(tb), Events: sink})
 	cfg.LimitRules = benchLimits
 	acct, _, err := pipeline.CreateAccount(ctx, s, store.MaxCredits/2, envelope.NewRequestID())
 	if err != nil {
@@ -106,7 +102,7 @@ func newBenchEnv(tb testing.TB, s store.Store, sink usage.Sink, logs io.Writer) 
 	if _, err := s.CreateKey(ctx, k); err != nil {
 		tb.Fatal(err)
 	}
-	return &benchEnv{handler: pipeline.New(cfg), key: key, account: acct, after: after}
+	return &benchEnv{handler: pipeline.New(cfg), key: key, account: acct}
 }
 
 // request builds a GET with the key (when withKey) as API Gateway's
@@ -190,7 +186,6 @@ func BenchmarkPipeline(b *testing.B) {
 	if status, cache, _ := env.serve(env.request(benchPath+"?query=acme", true)); status != http.StatusOK || cache != "MISS" {
 		b.Fatalf("warm-up: %d %s", status, cache)
 	}
-	env.after.Wait(context.Background()) // the entry is written
 	cases := []struct {
 		name    string
 		target  func(i int) string
@@ -218,9 +213,6 @@ func BenchmarkPipeline(b *testing.B) {
 				}
 				samples = append(samples, took)
 			}
-			// The writes that followed the responses (grouped cache
-			// commits) are part of the run's cost.
-			env.after.Wait(context.Background())
 			b.StopTimer()
 			reportPercentiles(b, samples)
 		})

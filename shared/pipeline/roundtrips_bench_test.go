@@ -8,10 +8,10 @@ package pipeline_test
 //	go test ./shared/pipeline -run '^$' -bench '^BenchmarkStoreRoundTrips$' -benchtime 20x
 //
 // Metrics per request: crit-steps (sequential store round trips before
-// the first byte of the response is written), crit-calls (operations
-// before it), handler-steps and handler-calls (everything until ServeHTTP
-// returns: in Lambda the adapter sends the response only then; the work
-// after the response runs on, and the benchmark waits for it), RRU and
+// the last byte of the response is written: what the caller waits for,
+// the answer's own writes included), crit-calls (operations before it),
+// handler-steps and handler-calls (everything until ServeHTTP returns: in
+// Lambda the adapter sends the response only then), RRU and
 // WRU (request units by AWS's published rules, from the sizes of the items
 // touched), worker-calls and worker-WRU (applying the request's usage
 // events later, per request, as the worker does in SQS batches of ten
@@ -540,24 +540,21 @@ func (c *countingWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// firstWriteRecorder timestamps the first byte (or header) written.
-type firstWriteRecorder struct {
+// lastWriteRecorder timestamps the last byte (or header) written: what
+// lands before it is what the caller waits for.
+type lastWriteRecorder struct {
 	*httptest.ResponseRecorder
-	first time.Time
+	last time.Time
 }
 
-func (w *firstWriteRecorder) mark() {
-	if w.first.IsZero() {
-		w.first = time.Now()
-	}
-}
+func (w *lastWriteRecorder) mark() { w.last = time.Now() }
 
-func (w *firstWriteRecorder) WriteHeader(code int) {
+func (w *lastWriteRecorder) WriteHeader(code int) {
 	w.mark()
 	w.ResponseRecorder.WriteHeader(code)
 }
 
-func (w *firstWriteRecorder) Write(b []byte) (int, error) {
+func (w *lastWriteRecorder) Write(b []byte) (int, error) {
 	w.mark()
 	return w.ResponseRecorder.Write(b)
 }
@@ -717,7 +714,6 @@ func BenchmarkStoreRoundTrips(b *testing.B) {
 		env.serve(get(benchPath+"?query=acme", false)(i))
 		env.serve(get(benchPath+"?query=sample+server+error", false)(i))
 	}
-	env.after.Wait(ctx)
 	for _, m := range sink.take() {
 		_ = worker.Handle(ctx, m.Encoded())
 	}
@@ -747,7 +743,6 @@ func BenchmarkStoreRoundTrips(b *testing.B) {
 			if status, _, _ := env.serve(r); status != http.StatusOK {
 				b.Fatalf("replay setup: %d", status)
 			}
-			env.after.Wait(ctx) // the outcome is stored
 		}},
 		{"batch_20_paid_uncached", batch, http.StatusOK, nil},
 	}
@@ -792,17 +787,13 @@ func BenchmarkStoreRoundTrips(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				req := c.req(i)
-				w := &firstWriteRecorder{ResponseRecorder: httptest.NewRecorder()}
+				w := &lastWriteRecorder{ResponseRecorder: httptest.NewRecorder()}
 				root := goroutineID()
 				logs.n.Store(0)
 				log.start()
 				start := time.Now()
 				env.handler.ServeHTTP(w, req)
 				end := time.Now()
-				// The work after the response (as Lambda's after-invocation
-				// work waits for it) is part of the request's cost, not of
-				// its wait.
-				env.after.Wait(ctx)
 				billed := time.Since(start)
 				calls := log.stop()
 				if w.Code != c.status {
@@ -816,7 +807,7 @@ func BenchmarkStoreRoundTrips(b *testing.B) {
 				}
 				var crit, after, handler []storeCall
 				for _, call := range calls {
-					if call.End.After(w.first) {
+					if call.End.After(w.last) {
 						after = append(after, call)
 					} else {
 						crit = append(crit, call)
@@ -842,7 +833,7 @@ func BenchmarkStoreRoundTrips(b *testing.B) {
 				sum.HandlerMS += float64(end.Sub(start).Microseconds()) / 1000
 				handlerTimes = append(handlerTimes, float64(end.Sub(start).Microseconds())/1000)
 				billedTimes = append(billedTimes, float64(billed.Microseconds())/1000)
-				sum.CritMS += float64(w.first.Sub(start).Microseconds()) / 1000
+				sum.CritMS += float64(w.last.Sub(start).Microseconds()) / 1000
 				sum.ResponseBytes += float64(w.Body.Len())
 				sum.LogBytes += float64(logs.n.Load())
 				// The worker applies the request's usage events later, as SQS
@@ -909,7 +900,7 @@ func BenchmarkStoreRoundTrips(b *testing.B) {
 			roundTripResults[c.kind] = r
 			roundTripMu.Unlock()
 			writeRoundTrips(b)
-			b.Logf("%s before the first byte: %s", c.kind, strings.Join(r.CritPath, " → "))
+			b.Logf("%s before the last byte: %s", c.kind, strings.Join(r.CritPath, " → "))
 			if len(r.AfterPath) > 0 {
 				b.Logf("%s after it: %s", c.kind, strings.Join(r.AfterPath, " → "))
 			}

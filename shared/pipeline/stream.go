@@ -205,8 +205,9 @@ func (p *Pipeline) streamCached(x *exchange, c *Call, e *store.CacheEntry) {
 	p.endStream(x, es, http.StatusOK, s, false, 0)
 }
 
-// endStream writes the result event and keeps the outcome for the usage
-// event and idempotent replay (which answers this envelope as JSON).
+// endStream keeps the outcome for the usage event and idempotent replay
+// (which answers this envelope as JSON), lands the call's effects, then
+// writes the result event.
 func (p *Pipeline) endStream(x *exchange, es *eventStream, status int, env any, pending bool, used int64) {
 	body, err := envelope.Marshal(env)
 	if err != nil {
@@ -218,5 +219,7 @@ func (p *Pipeline) endStream(x *exchange, es *eventStream, status int, env any, 
 		// Read by the usage event; on the wire the envelope says it.
 		x.w.Header().Set("X-Credits-Used", strconv.FormatInt(used, 10))
 	}
+	// What the result implies lands before the result event is sent.
+	p.land(x)
 	es.send(EventResult, json.RawMessage(x.streamed.body), false)
 }

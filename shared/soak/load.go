@@ -18,7 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/meridian-data/meridian/shared/afterwork"
 	"github.com/meridian-data/meridian/shared/app"
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
@@ -149,10 +148,9 @@ func Run(ctx context.Context, p Profile, env Env) (Report, error) {
 		return Report{}, err
 	}
 	defer stopUpstream()
-	after := &afterwork.Queue{}
 	r.api = app.LocalHandler(env.Logger, app.Deps{
 		Store: env.Store, Throttle: auth.NewThrottle(1_000_000), Upstream: upstreamServer.runner,
-		Events: env.Events, After: after,
+		Events: env.Events,
 	})
 
 	env.Faults.Start()
@@ -178,9 +176,6 @@ func Run(ctx context.Context, p Profile, env Env) (Report, error) {
 		}
 	}
 	end := time.Now()
-	waitCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	after.Wait(waitCtx)
-	cancel()
 	if err := env.Drain(ctx); err != nil {
 		return Report{}, fmt.Errorf("drain: %w", err)
 	}
