@@ -36,12 +36,18 @@ type cacheUse struct {
 
 // cacheUse is the call's use of the response cache, with the lookup
 // started beside authentication (startLookup) when there was one.
+//
+// A composite's leg reads the cache (a direct call paid its list price
+// for what it finds) but never fills it: a composite costs less than its
+// legs would, so an entry a leg wrote would hand its data to the next
+// direct call for free.
 func (p *Pipeline) cacheUse(x *exchange, c *Call) cacheUse {
 	if c.lookup != nil {
 		<-c.lookup.done
 		return c.lookup.cu
 	}
 	cu := p.cachePlan(x, c.Endpoint, c.Params)
+	cu.keep = cu.keep && c.parent == ""
 	p.lookupCache(x.r.Context(), x.requestID, &cu)
 	return cu
 }

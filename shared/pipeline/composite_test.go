@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/store"
 )
 
@@ -232,6 +233,37 @@ func testCompositeChargesOnceAndLegsNothing(t *testing.T, newBilled billedFactor
 	r := b.call("/v1/search/all?query=ok")
 	if r.header.Get("x-cache") != "HIT" || r.body["credits_used"] != float64(0) {
 		t.Errorf("repeat: x-cache %q, credits_used %v", r.header.Get("x-cache"), r.body["credits_used"])
+	}
+}
+
+func TestLegsNeverFillTheSharedCache(t *testing.T) { testLegsNeverFillTheSharedCache(t, newBilled) }
+
+// A composite's legs read the shared response cache but never write it:
+// a leg's data was not paid for at its own price, so a direct call after
+// the composite fetches again and pays its list price (issue 40.2). A
+// direct call's entry still serves a later composite's leg.
+func testLegsNeverFillTheSharedCache(t *testing.T, newBilled billedFactory) {
+	b, lp := newComposed(t, newBilled, 100)
+	for _, stream := range []string{"", "&stream=1"} {
+		query := "ok" + strings.TrimPrefix(stream, "&stream=")
+		if r := b.call("/v1/search/all?query=" + query + stream); r.code != 200 {
+			t.Fatalf("composite: %d %s", r.code, r.raw)
+		}
+		for _, key := range testLegKeys {
+			ran := lp.ran.Load()
+			r := b.call("/v1/" + key + "?query=" + query)
+			e, _ := registry.Default().Endpoint(key)
+			if r.code != 200 || r.header.Get("x-cache") != "MISS" || r.body["credits_used"] != float64(e.Cost) || lp.ran.Load() != ran+1 {
+				t.Errorf("%s after the composite%s: %d x-cache %q credits_used %v (list price %d), handler ran %d times",
+					key, stream, r.code, r.header.Get("x-cache"), r.body["credits_used"], e.Cost, lp.ran.Load()-ran)
+			}
+		}
+	}
+	// The direct calls filled the cache: a composite's legs now read it.
+	ran := lp.ran.Load()
+	r := b.call("/v1/search/all?query=ok&limit=5")
+	if r.code != 200 || lp.ran.Load() != ran || r.body["credits_used"] != float64(5) {
+		t.Errorf("composite after the direct calls: %d, %d legs ran, credits_used %v", r.code, lp.ran.Load()-ran, r.body["credits_used"])
 	}
 }
 

@@ -47,6 +47,7 @@ func TestOnDynamoDB(t *testing.T) {
 		"UpstreamFailover":                             testUpstreamFailover,
 		"CompositeChargesOnceAndLegsNothing":           testCompositeChargesOnceAndLegsNothing,
 		"CompositeStreams":                             testCompositeStreams,
+		"LegsNeverFillTheSharedCache":                  testLegsNeverFillTheSharedCache,
 		"LegsStayWithinFreeSlots":                      testLegsStayWithinFreeSlots,
 		"ConcurrentCompositesNeverOverspend":           testConcurrentCompositesNeverOverspend,
 	} {

@@ -140,7 +140,7 @@ type Config struct {
 	// /v1/web/jobs/{id} answers their state.
 	Jobs     store.Jobs
 	JobQueue monitors.JobQueue
-	Now func() time.Time
+	Now      func() time.Time
 }
 
 // Pipeline is the http.Handler built from a Config.

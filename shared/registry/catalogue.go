@@ -424,7 +424,8 @@ var stayParams = []Param{
 var webAndBundles = []Endpoint{
 	{
 		Platform: "web", ID: "social-profiles", Family: Web, Kind: Data, Cost: 15, Origin: SpecListed, FairUse: metered, Async: true,
-		Name: "Linked social profiles", Description: "Profiles on other platforms linked to a known profile, with evidence.",
+		Name: "Linked social profiles", Description: "Profiles on other platforms linked to a known profile, with evidence. " +
+			"Charged its price once; the profile reads it makes are legs that cost nothing, read the response cache and never fill it.",
 		Params: []Param{
 			P("platform", String, "Platform of the known profile.").Req().OneOf(profilePlatforms...).Ex("microblog_b"),
 			handleParam.Req().Ex("example"),
@@ -444,7 +445,7 @@ var webAndBundles = []Endpoint{
 		Platform: "bundle", ID: "creator-vetting", Family: Bundle, Kind: Data, Cost: 8, Origin: SpecListed, FairUse: metered / 4, Async: true,
 		Name: "Creator vetting bundle",
 		Description: "Engagement evidence for a creator from sampled posts and comments; no authenticity grade is inferred. " +
-			"Built from the platform's profile, posts and comments operations (legs cost nothing; the bundle charges its price once, and nothing when the posts cannot be read). " +
+			"Built from the platform's profile, posts and comments operations (legs cost nothing; the bundle charges its price once, and nothing when the posts cannot be read; its legs read the response cache but never fill it, so their data never reaches a direct call below its own price). " +
 			"interactions = the reported likes + comments + shares of a post (views excluded; null when none is reported); avg_engagement_per_post averages posts with engagement only (an unreported counter is never counted as 0); " +
 			"engagement_rate = avg_engagement_per_post / the profile's followers (null when unknown or 0); view_engagement_rate = interactions / views; posting_cadence_days = (newest - oldest post date) / (dated posts - 1). " +
 			"Comments come from the comment_posts newest sampled posts that do not report 0 comments, at most comments_per_post each. count_sources cite the endpoint, post id and field of every counter.",
@@ -486,8 +487,8 @@ var webAndBundles = []Endpoint{
 }
 
 // streamRule is how the fan-outs charge, stream and count against limits.
-const streamRule = "Charged its price once when at least one platform answered, else nothing; each platform's search runs as a leg that is validated, cached and counted for fair use under its own endpoint, " +
-	"costs nothing itself, and takes one of the key's free in-flight slots while it runs (never more than are free; the call's own slot always serves one); legs do not count against the per-minute rate. " +
+const streamRule = "Charged its price once when at least one platform answered, else nothing; each platform's search runs as a leg that is validated and counted for fair use under its own endpoint, " +
+	"reads the response cache but never fills it (a direct call of that search pays its own price, whatever fan-out ran before), costs nothing itself, and takes one of the key's free in-flight slots while it runs (never more than are free; the call's own slot always serves one); legs do not count against the per-minute rate. " +
 	"stream=1 answers text/event-stream: a leg event per platform as it finishes (platform, status, items or error, progress), : keep-alive comments while quiet, then one result event whose data is the full response envelope. " +
 	"A caller who disconnects stops the remaining legs and is charged only if a successful platform's event had been delivered before."
 
