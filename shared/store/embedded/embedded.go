@@ -60,6 +60,9 @@ func Open(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded store: %w (is another make run using %s?)", err, dir)
 	}
+	// A cache write lands before its answer is sent: a lone one waits this
+	// long for others to share its commit (bbolt Batch), not bbolt's 10 ms.
+	db.MaxBatchDelay = time.Millisecond
 	err = db.Update(func(tx *bolt.Tx) error {
 		leased := tx.Bucket(bLeases) != nil
 		for _, b := range [][]byte{bAccounts, bConsole, bKeys, bKeyHash, bLedger, bReservations, bLeases, bCache, bIdempotency,
