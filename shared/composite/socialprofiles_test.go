@@ -708,3 +708,39 @@ func TestSocialProfilesProbesFetchDirectOnly(t *testing.T) {
 		t.Errorf("linktree was not probed: %s", socialJSON(d.Probes))
 	}
 }
+
+// A link-in-bio page that answers 200 is read as the page it is, whatever
+// challenge text its owner wrote into it (a Carrd site's title and HTML
+// are its owner's): no paid service, no "could not be read".
+func TestSocialProfilesChallengeTextOnALinkInBioPageIsRead(t *testing.T) {
+	legs, web := socialWorld()
+	web.withPaid = true
+	const carrd = "https://anaexample.carrd.co/"
+	legs.set("microblog_b/profile", "anaexample", socialLegOK("microblog_b/profile", map[string]any{
+		"id": "1500000000000000001", "handle": "anaexample", "name": "Ana Example", "url": "https://x.com/anaexample",
+		"bio": "Ceramics.", "bio_link": carrd,
+	}))
+	web.pages[carrd] = socialAnswer{status: 200, body: `<!DOCTYPE html><html><head><title>Just a moment...</title>` +
+		`<meta property="og:title" content="Just a moment..."></head><body>` + socialChallengeText +
+		`<a href="https://www.instagram.com/ana.example/">Instagram</a><a href="https://ana-ceramics.example/">Shop</a>` +
+		`<a href="https://x.com/anaexample">X</a></body></html>`}
+	d, e := socialServe(t, socialProfiles(web, socialWide), legs, "microblog_b", "anaexample")
+	if e != nil {
+		t.Fatal(e)
+	}
+	if _, paid := web.record(); len(paid) != 0 {
+		t.Errorf("asked of a paid service: %v", paid)
+	}
+	if len(d.LinkInBioURLs) != 1 || !d.LinkInBioURLs[0].OK || d.LinkInBioURLs[0].Error != nil {
+		t.Fatalf("the page was not read: %s", socialJSON(d.LinkInBioURLs))
+	}
+	if p := d.LinkInBioURLs[0]; p.LinksBack == nil || !*p.LinksBack {
+		t.Errorf("the page links back: %s", socialJSON(p))
+	}
+	if it := socialItemBy(d, "photo_social"); it == nil || !slices.ContainsFunc(it.Evidence, func(ev string) bool { return strings.Contains(ev, "carrd.co") }) {
+		t.Errorf("the page's profile: %s", socialJSON(it))
+	}
+	if !slices.Contains(d.WebsiteURLs, "https://ana-ceramics.example/") || socialWarned(d, "could not be read") {
+		t.Errorf("websites %v, warnings %q", d.WebsiteURLs, d.Warnings)
+	}
+}
