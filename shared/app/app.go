@@ -76,8 +76,9 @@ type Deps struct {
 	// Upstream serves data endpoints; nil leaves every one unwired (501).
 	Upstream *upstream.Runner
 	// Pages reads the public pages web/social-profiles follows (link-in-bio
-	// pages, same-handle probes); nil reads none, and its answers say partial.
-	Pages composite.PageFetch
+	// pages, and same-handle probes with its direct Fetch only); nil reads
+	// none, and its answers say partial.
+	Pages composite.PageFetcher
 	// Model labels the records of AI endpoints; nil means this deployment
 	// has none, and their answers say labels are off.
 	Model assist.Model

@@ -214,14 +214,15 @@ func NewModel(logger *slog.Logger, lookup func(string) (string, bool), replayURL
 }
 
 // PublicPages is web/social-profiles' page fetcher: the runner's URL
-// policy, the web-unblocking services' keys (for link-in-bio pages a site
-// blocks), and in replay mode the replay upstream's zyte_api fixtures.
-func PublicPages(runner *upstream.Runner, lookup func(string) (string, bool), replayURL string) composite.PageFetch {
+// policy, the web-unblocking services' keys (for FetchUnblocking of
+// link-in-bio pages a site blocks; probes use the direct Fetch), and in
+// replay mode the replay upstream's zyte_api fixtures.
+func PublicPages(runner *upstream.Runner, lookup func(string) (string, bool), replayURL string) composite.PageFetcher {
 	var policy *upstream.URLPolicy
 	if runner != nil {
 		policy = runner.URLPolicy()
 	}
 	return pages.NewPublicFetcher(pages.PublicFetchSettings{
 		Policy: policy, Lookup: lookup, ReplayURL: replayURL, Unblock: composite.LinkInBioPage,
-	}).Fetch
+	})
 }

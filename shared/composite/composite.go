@@ -11,7 +11,7 @@ import "github.com/meridian-data/meridian/shared/pipeline"
 // All is every composite, by endpoint key; fetch reads the public pages
 // web/social-profiles follows (nil: none is read, and its answers say
 // partial).
-func All(fetch PageFetch) map[string]pipeline.Composite {
+func All(fetch PageFetcher) map[string]pipeline.Composite {
 	return map[string]pipeline.Composite{
 		"search/all":             SearchAll(),
 		"search/creators":        SearchCreators(),

@@ -23,12 +23,24 @@ import (
 	"github.com/meridian-data/meridian/shared/upstream/linkinbio"
 )
 
-// PageFetch fetches a public URL with a logged-out GET and returns the
-// final status and body of any HTTP answer (a 404 is an answer), or an
-// error when none came or the URL was refused. It must honour ctx and fetch
-// only what the URL safety policy finds public: pages.PublicFetcher's
-// Fetch is the production one. It has handleprobe.FetchFunc's shape.
-type PageFetch func(ctx context.Context, url string) (status int, body []byte, err error)
+// PageFetcher reads the public pages web/social-profiles follows; the
+// production one is pages.PublicFetcher. Each method fetches a URL with a
+// logged-out GET and returns the final status and body of any HTTP answer
+// (a 404 is an answer), or an error when none came or the URL was refused;
+// each must honour ctx and fetch only what the URL safety policy finds
+// public. They differ in what they may cost, and the composite keeps them
+// apart: the same-handle probe is handed Fetch alone.
+type PageFetcher interface {
+	// Fetch asks the site directly and nothing else: never a paid
+	// web-unblocking service. The same-handle probe's fetches (URLs built
+	// from a caller's handle) are made with it.
+	Fetch(ctx context.Context, url string) (status int, body []byte, err error)
+	// FetchUnblocking reads a link-in-bio page the source profile links
+	// to: as Fetch, and through a paid web-unblocking service when the
+	// page's own site blocked the direct fetch (LinkInBioPage says which
+	// pages may).
+	FetchUnblocking(ctx context.Context, url string) (status int, body []byte, err error)
+}
 
 // socialBounds bound one call of web/social-profiles. After the source
 // profile's leg, the link-in-bio pages and the same-handle probe run
@@ -82,14 +94,15 @@ var socialSameHandleConf = map[string]float64{"high": 0.3, "medium": 0.2, "low":
 //     a profile on another platform (linked_profile_urls, confidence 0.9),
 //     a link-in-bio page of a service linkinbio reads (link_in_bio_urls),
 //     or a website (website_urls).
-//  3. At most 3 link-in-bio pages are fetched with fetch (public URLs
-//     only) and read with linkinbio.Parse: their profiles join with
+//  3. At most 3 link-in-bio pages are fetched with FetchUnblocking
+//     (public URLs only) and read with linkinbio.Parse: their profiles join with
 //     confidence 0.8 (0.85 when the page also links back to the source
 //     profile, so it is the source's own), their websites join
 //     website_urls; evidence names the page.
-//  4. Same handle on other sites (handleprobe.Probe): at most 32 sites, 10
-//     at once, 3.5 s each, 5 s in all, the source's platform skipped; an
-//     existing profile is a candidate of confidence 0.3, 0.2 or 0.1 by how
+//  4. Same handle on other sites (handleprobe.Probe, its fetches direct
+//     only: Fetch, never a paid service): at most 32 sites, 10 at once,
+//     3.5 s each, 5 s in all, the source's platform skipped; an existing
+//     profile is a candidate of confidence 0.3, 0.2 or 0.1 by how
 //     sure the site's rule is, with evidence starting "same handle only".
 //     has_more says a bound (sites, time, link-in-bio pages) stopped it.
 //  5. Back links: up to 4 found profiles on platforms with a profile
@@ -104,11 +117,11 @@ var socialSameHandleConf = map[string]float64{"high": 0.3, "medium": 0.2, "low":
 // normalised URL; the first URL seen is kept), their evidence merged, and
 // ordered by confidence. partial is true when a source failed (a page
 // fetch, a probe site's fetch, a back-link leg), and _warnings say which.
-func SocialProfiles(fetch PageFetch) pipeline.Composite {
+func SocialProfiles(fetch PageFetcher) pipeline.Composite {
 	return socialProfiles(fetch, socialDefaultBounds)
 }
 
-func socialProfiles(fetch PageFetch, b socialBounds) pipeline.Composite {
+func socialProfiles(fetch PageFetcher, b socialBounds) pipeline.Composite {
 	return pipeline.Composite{Legs: socialProfileLegs(), Serve: func(ctx context.Context, c *pipeline.Call, legs pipeline.LegRunner) (any, *envelope.Error) {
 		return serveSocialProfiles(ctx, c, legs, fetch, b)
 	}}
@@ -117,7 +130,9 @@ func socialProfiles(fetch PageFetch, b socialBounds) pipeline.Composite {
 // LinkInBioPage reports whether rawURL is the page of a link-in-bio
 // service web/social-profiles reads: the pages worth asking a paid
 // web-unblocking service for when the service's site blocks a direct
-// fetch (pages.PublicFetchSettings.Unblock). Probes never are.
+// fetch (pages.PublicFetchSettings.Unblock, used by FetchUnblocking only).
+// A probe URL may be one too (linktr.ee/<handle> is on the probing list),
+// which is why probes are handed the direct Fetch, never FetchUnblocking.
 func LinkInBioPage(rawURL string) bool {
 	_, ok := linkinbio.Recognise(rawURL)
 	return ok
@@ -238,7 +253,7 @@ type socialRun struct {
 	bounds   socialBounds
 }
 
-func serveSocialProfiles(ctx context.Context, c *pipeline.Call, legs pipeline.LegRunner, fetch PageFetch, b socialBounds) (any, *envelope.Error) {
+func serveSocialProfiles(ctx context.Context, c *pipeline.Call, legs pipeline.LegRunner, fetch PageFetcher, b socialBounds) (any, *envelope.Error) {
 	platform, handle := c.Params.Values["platform"], c.Params.Values["handle"]
 	key := platform + "/profile"
 	if !legs.Available(key) {
@@ -291,10 +306,11 @@ func serveSocialProfiles(ctx context.Context, c *pipeline.Call, legs pipeline.Le
 		var read []socialPageResult
 		var cands []handleprobe.Candidate
 		var probeMore bool
-		wg.Go(func() { read = run.fetchPages(dctx, fetch) })
+		wg.Go(func() { read = run.fetchPages(dctx, fetch.FetchUnblocking) })
 		wg.Go(func() {
+			// Direct only: a probe's URL is built from the caller's handle.
 			cands, probeMore = handleprobe.Probe(dctx, socialProbeHandle(platform, run.out.Source.Handle), handleprobe.Options{
-				Fetch: handleprobe.FetchFunc(fetch), MaxSites: b.probeSites, Budget: b.discovery,
+				Fetch: fetch.Fetch, MaxSites: b.probeSites, Budget: b.discovery,
 				SiteTimeout: b.probeSite, Concurrency: b.probeParallel, Skip: []string{platform},
 			})
 		})
@@ -423,7 +439,7 @@ type socialPageResult struct {
 
 // fetchPages fetches and reads the first bounds.linkPages link-in-bio
 // pages, concurrently.
-func (r *socialRun) fetchPages(ctx context.Context, fetch PageFetch) []socialPageResult {
+func (r *socialRun) fetchPages(ctx context.Context, fetch func(ctx context.Context, url string) (int, []byte, error)) []socialPageResult {
 	pages := r.out.LinkInBioURLs
 	if len(pages) > r.bounds.linkPages {
 		pages = pages[:r.bounds.linkPages]

@@ -23,10 +23,11 @@ import (
 	"github.com/meridian-data/meridian/shared/upstream/pages"
 )
 
-// The production fetcher is a PageFetch and a probe's fetch, as wired.
+// The production fetcher is a PageFetcher, and its direct Fetch a probe's
+// fetch, as wired.
 var (
-	_ PageFetch             = pages.NewPublicFetcher(pages.PublicFetchSettings{Unblock: LinkInBioPage}).Fetch
-	_ handleprobe.FetchFunc = handleprobe.FetchFunc(PageFetch(nil))
+	_ PageFetcher           = pages.NewPublicFetcher(pages.PublicFetchSettings{Unblock: LinkInBioPage})
+	_ handleprobe.FetchFunc = pages.NewPublicFetcher(pages.PublicFetchSettings{}).Fetch
 )
 
 // socialFakeLegs answers profile legs from canned data by key and handle;
@@ -110,11 +111,21 @@ func socialLegFailure(key string, typ envelope.Type, status int, message string)
 }
 
 // socialFakeWeb answers fetches by URL; an unlisted URL is a plain 404.
+// With withPaid, FetchUnblocking stands in for the production fetcher's
+// with a paid service configured: a URL LinkInBioPage accepts that answers
+// 403, 429 or 503 directly is asked of the service (recorded in paid),
+// which answers socialPaidAnswer.
 type socialFakeWeb struct {
-	mu    sync.Mutex
-	pages map[string]socialAnswer
-	calls []string
+	mu         sync.Mutex
+	pages      map[string]socialAnswer
+	withPaid   bool
+	calls      []string // every fetch, in order
+	unblocking []string // the fetches through FetchUnblocking
+	paid       []string // the URLs asked of a paid service
 }
+
+// socialPaidAnswer is what the paid service answers.
+const socialPaidAnswer = "<html><title>through a paid service</title></html>"
 
 type socialAnswer struct {
 	status int
@@ -123,9 +134,20 @@ type socialAnswer struct {
 	hang   bool // wait for the caller's deadline
 }
 
-func (w *socialFakeWeb) fetch(ctx context.Context, u string) (int, []byte, error) {
+func (w *socialFakeWeb) Fetch(ctx context.Context, u string) (int, []byte, error) {
+	return w.fetch(ctx, u, false)
+}
+
+func (w *socialFakeWeb) FetchUnblocking(ctx context.Context, u string) (int, []byte, error) {
+	return w.fetch(ctx, u, true)
+}
+
+func (w *socialFakeWeb) fetch(ctx context.Context, u string, unblocking bool) (int, []byte, error) {
 	w.mu.Lock()
 	w.calls = append(w.calls, u)
+	if unblocking {
+		w.unblocking = append(w.unblocking, u)
+	}
 	a, ok := w.pages[u]
 	w.mu.Unlock()
 	if !ok {
@@ -135,7 +157,19 @@ func (w *socialFakeWeb) fetch(ctx context.Context, u string) (int, []byte, error
 		<-ctx.Done()
 		return 0, nil, ctx.Err()
 	}
+	if unblocking && w.withPaid && LinkInBioPage(u) && (a.status == 403 || a.status == 429 || a.status == 503) {
+		w.mu.Lock()
+		w.paid = append(w.paid, u)
+		w.mu.Unlock()
+		return 200, []byte(socialPaidAnswer), nil
+	}
 	return a.status, []byte(a.body), a.err
+}
+
+func (w *socialFakeWeb) record() (unblocking, paid []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.unblocking), slices.Clone(w.paid)
 }
 
 func (w *socialFakeWeb) fetched(u string) bool {
@@ -277,7 +311,7 @@ func TestSocialProfilesLegsAreTheProfileBlocks(t *testing.T) {
 
 func TestSocialProfilesFromAProfile(t *testing.T) {
 	legs, web := socialWorld()
-	d, e := socialServe(t, socialProfiles(web.fetch, socialWide), legs, "microblog_b", "anaexample")
+	d, e := socialServe(t, socialProfiles(web, socialWide), legs, "microblog_b", "anaexample")
 	if e != nil {
 		t.Fatal(e)
 	}
@@ -395,7 +429,7 @@ func TestSocialProfilesSourceProfileFails(t *testing.T) {
 			legs := &socialFakeLegs{}
 			legs.set("microblog_b/profile", "anaexample", tc.leg)
 			web := &socialFakeWeb{}
-			_, e := socialServe(t, socialProfiles(web.fetch, socialWide), legs, "microblog_b", "anaexample")
+			_, e := socialServe(t, socialProfiles(web, socialWide), legs, "microblog_b", "anaexample")
 			if e == nil || e.Type != tc.typ || e.Status != tc.status || e.Details["leg"] != "microblog_b/profile" {
 				t.Fatalf("error %+v; want %s %d naming the leg", e, tc.typ, tc.status)
 			}
@@ -420,7 +454,7 @@ func TestSocialProfilesPlatformWithoutProfileOperation(t *testing.T) {
 func TestSocialProfilesLinkInBioFetchFails(t *testing.T) {
 	legs, web := socialWorld()
 	web.pages[socialPage] = socialAnswer{err: &upstream.Fault{Kind: upstream.Transport, Reason: "read: connection reset by peer"}}
-	d, e := socialServe(t, socialProfiles(web.fetch, socialWide), legs, "microblog_b", "anaexample")
+	d, e := socialServe(t, socialProfiles(web, socialWide), legs, "microblog_b", "anaexample")
 	if e != nil {
 		t.Fatal(e)
 	}
@@ -452,7 +486,7 @@ func TestSocialProfilesLinkInBioPageGoneOrBlocked(t *testing.T) {
 	} {
 		legs, web := socialWorld()
 		web.pages[socialPage] = tc.answer
-		d, e := socialServe(t, socialProfiles(web.fetch, socialWide), legs, "microblog_b", "anaexample")
+		d, e := socialServe(t, socialProfiles(web, socialWide), legs, "microblog_b", "anaexample")
 		if e != nil {
 			t.Fatal(e)
 		}
@@ -470,7 +504,7 @@ func TestSocialProfilesProbeBounds(t *testing.T) {
 		legs, web := socialWorld()
 		b := socialWide
 		b.probeSites = 2
-		d, _ := socialServe(t, socialProfiles(web.fetch, b), legs, "microblog_b", "anaexample")
+		d, _ := socialServe(t, socialProfiles(web, b), legs, "microblog_b", "anaexample")
 		if !d.HasMore || len(d.Probes) != 2 || !socialWarned(d, "stopped early (at most 2 sites") {
 			t.Errorf("has_more %v, probes %d, warnings %q", d.HasMore, len(d.Probes), d.Warnings)
 		}
@@ -484,7 +518,7 @@ func TestSocialProfilesProbeBounds(t *testing.T) {
 		b := socialWide
 		b.discovery = 300 * time.Millisecond
 		start := time.Now()
-		d, _ := socialServe(t, socialProfiles(web.fetch, b), legs, "microblog_b", "anaexample")
+		d, _ := socialServe(t, socialProfiles(web, b), legs, "microblog_b", "anaexample")
 		if time.Since(start) > 3*time.Second {
 			t.Errorf("the probe took %s past its budget", time.Since(start))
 		}
@@ -504,7 +538,7 @@ func TestSocialProfilesProbeBounds(t *testing.T) {
 		web := &socialFakeWeb{}
 		b := socialWide
 		b.probeSites = 1
-		d, _ := socialServe(t, socialProfiles(web.fetch, b), legs, "microblog_c", "ana.example")
+		d, _ := socialServe(t, socialProfiles(web, b), legs, "microblog_c", "ana.example")
 		if len(d.LinkInBioURLs) != 4 || !d.HasMore || !socialWarned(d, "Only the first 3 link-in-bio pages") {
 			t.Fatalf("pages %s, has_more %v", socialJSON(d.LinkInBioURLs), d.HasMore)
 		}
@@ -517,7 +551,7 @@ func TestSocialProfilesProbeBounds(t *testing.T) {
 func TestSocialProfilesProbeFetchErrorIsPartial(t *testing.T) {
 	legs, web := socialWorld()
 	web.pages["https://codeberg.org/api/v1/users/anaexample"] = socialAnswer{err: errors.New("dial tcp: connection refused")}
-	d, _ := socialServe(t, socialProfiles(web.fetch, socialWide), legs, "microblog_b", "anaexample")
+	d, _ := socialServe(t, socialProfiles(web, socialWide), legs, "microblog_b", "anaexample")
 	if !d.Partial || !socialWarned(d, "could not reach these sites, so their answer is unknown: codeberg") {
 		t.Errorf("partial %v, warnings %q", d.Partial, d.Warnings)
 	}
@@ -531,7 +565,7 @@ func TestSocialProfilesProbeFetchErrorIsPartial(t *testing.T) {
 func TestSocialProfilesBackLinkLegFails(t *testing.T) {
 	legs, web := socialWorld()
 	legs.set("code_host/profile", "anaexample", socialLegFailure("code_host/profile", envelope.UpstreamError, 502, "bad gateway"))
-	d, _ := socialServe(t, socialProfiles(web.fetch, socialWide), legs, "microblog_b", "anaexample")
+	d, _ := socialServe(t, socialProfiles(web, socialWide), legs, "microblog_b", "anaexample")
 	if !d.Partial || !socialWarned(d, "Reading https://github.com/anaexample through code_host/profile failed") {
 		t.Errorf("partial %v, warnings %q", d.Partial, d.Warnings)
 	}
@@ -552,7 +586,7 @@ func TestSocialProfilesSameHandleAloneIsWeak(t *testing.T) {
 		"https://gitlab.com/api/v4/users?username=anaexample": {status: 200, body: `[{"id":1,"username":"anaexample"}]`},
 		"https://dev.to/api/users/by_username?url=anaexample": {status: 200, body: `{"id":7,"username":"anaexample"}`},
 	}}
-	d, e := socialServe(t, socialProfiles(web.fetch, socialWide), legs, "code_host", "anaexample")
+	d, e := socialServe(t, socialProfiles(web, socialWide), legs, "code_host", "anaexample")
 	if e != nil {
 		t.Fatal(e)
 	}
@@ -629,5 +663,84 @@ func TestLinkInBioPage(t *testing.T) {
 		if got := LinkInBioPage(u); got != want {
 			t.Errorf("LinkInBioPage(%s) = %v", u, got)
 		}
+	}
+}
+
+// socialChallengeText is what a caller can write into a page of its own:
+// a Cloudflare challenge's title, ids and script and an Akamai reference.
+const socialChallengeText = `<div id="challenge-running"></div><div id="cf-please-wait">cf-chl captcha</div>` +
+	`<script>window._cf_chl_opt={cvId:'3'};</script>` +
+	`<p>Access Denied. Reference #18.4f1c2a.1700000000. Powered and protected by Akamai</p>`
+
+// A same-handle probe fetches directly only. Linktree is on the probing
+// list, so linktr.ee/<handle> is a probe URL that is also a link-in-bio
+// page; when the site blocks it, no paid service is asked, while the
+// link-in-bio page the profile links to, blocked the same way, is.
+func TestSocialProfilesProbesFetchDirectOnly(t *testing.T) {
+	legs, web := socialWorld()
+	web.withPaid = true
+	const probe = "https://linktr.ee/anaexample"
+	if !LinkInBioPage(probe) {
+		t.Fatalf("%s is no link-in-bio page: the test proves nothing", probe)
+	}
+	blocked := socialAnswer{status: http.StatusForbidden,
+		body: `<html><head><title>Just a moment...</title></head><body>` + socialChallengeText + `</body></html>`}
+	web.pages[probe] = blocked
+	web.pages[socialPage] = blocked
+	d, e := socialServe(t, socialProfiles(web, socialWide), legs, "microblog_b", "anaexample")
+	if e != nil {
+		t.Fatal(e)
+	}
+	unblocking, paid := web.record()
+	if !slices.Equal(unblocking, []string{socialPage}) || !slices.Equal(paid, []string{socialPage}) {
+		t.Errorf("through the unblocking fetch %v, asked of a paid service %v; want the profile's link-in-bio page only", unblocking, paid)
+	}
+	probed := false
+	for _, pr := range d.Probes {
+		if pr.URL == probe {
+			probed = true
+			if pr.Exists != nil {
+				t.Errorf("a blocked probe says exists %v", *pr.Exists)
+			}
+		}
+	}
+	if !probed || !web.fetched(probe) {
+		t.Errorf("linktree was not probed: %s", socialJSON(d.Probes))
+	}
+}
+
+// A link-in-bio page that answers 200 is read as the page it is, whatever
+// challenge text its owner wrote into it (a Carrd site's title and HTML
+// are its owner's): no paid service, no "could not be read".
+func TestSocialProfilesChallengeTextOnALinkInBioPageIsRead(t *testing.T) {
+	legs, web := socialWorld()
+	web.withPaid = true
+	const carrd = "https://anaexample.carrd.co/"
+	legs.set("microblog_b/profile", "anaexample", socialLegOK("microblog_b/profile", map[string]any{
+		"id": "1500000000000000001", "handle": "anaexample", "name": "Ana Example", "url": "https://x.com/anaexample",
+		"bio": "Ceramics.", "bio_link": carrd,
+	}))
+	web.pages[carrd] = socialAnswer{status: 200, body: `<!DOCTYPE html><html><head><title>Just a moment...</title>` +
+		`<meta property="og:title" content="Just a moment..."></head><body>` + socialChallengeText +
+		`<a href="https://www.instagram.com/ana.example/">Instagram</a><a href="https://ana-ceramics.example/">Shop</a>` +
+		`<a href="https://x.com/anaexample">X</a></body></html>`}
+	d, e := socialServe(t, socialProfiles(web, socialWide), legs, "microblog_b", "anaexample")
+	if e != nil {
+		t.Fatal(e)
+	}
+	if _, paid := web.record(); len(paid) != 0 {
+		t.Errorf("asked of a paid service: %v", paid)
+	}
+	if len(d.LinkInBioURLs) != 1 || !d.LinkInBioURLs[0].OK || d.LinkInBioURLs[0].Error != nil {
+		t.Fatalf("the page was not read: %s", socialJSON(d.LinkInBioURLs))
+	}
+	if p := d.LinkInBioURLs[0]; p.LinksBack == nil || !*p.LinksBack {
+		t.Errorf("the page links back: %s", socialJSON(p))
+	}
+	if it := socialItemBy(d, "photo_social"); it == nil || !slices.ContainsFunc(it.Evidence, func(ev string) bool { return strings.Contains(ev, "carrd.co") }) {
+		t.Errorf("the page's profile: %s", socialJSON(it))
+	}
+	if !slices.Contains(d.WebsiteURLs, "https://ana-ceramics.example/") || socialWarned(d, "could not be read") {
+		t.Errorf("websites %v, warnings %q", d.WebsiteURLs, d.Warnings)
 	}
 }

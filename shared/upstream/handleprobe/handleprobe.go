@@ -15,7 +15,8 @@
 // login wall or need a token to tell a profile from none.
 //
 // The prober never dials: the caller injects Options.Fetch, so every fetch
-// goes through the URL-safety policy and the page-fetch layer. One fetch
+// goes through the URL-safety policy and the page-fetch layer, directly
+// only (never through a paid web-unblocking service). One fetch
 // per site is made; Options bound the number of sites (and so the cost),
 // the total time, each site's time and the concurrency, and Probe's hasMore
 // says when a bound stopped it early.
@@ -90,7 +91,10 @@ type Candidate struct {
 }
 
 // FetchFunc fetches a public URL with a logged-out GET and returns the
-// final status and body. It must honour ctx.
+// final status and body. It must honour ctx, and ask the site directly:
+// a probe's URL is built from a caller's handle, so it must never reach a
+// paid web-unblocking service (pages.PublicFetcher's Fetch, never its
+// FetchUnblocking).
 type FetchFunc func(ctx context.Context, url string) (status int, body []byte, err error)
 
 // Options bound a Probe.

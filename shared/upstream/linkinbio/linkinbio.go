@@ -31,9 +31,11 @@
 //     format (a client-rendered shell, say), never an empty result. At
 //     most 10,000 anchors are read from one page.
 //
-// Every service's page is first checked with htmldata.Challenge: a
-// bot-protection page is a Rejected fault, so the caller fails over as the
-// page layer does.
+// A page that reads as its service's page is that page, whatever text it
+// holds: its owner writes its title and text (a Carrd site's HTML too), so
+// a challenge's title, ids or scripts in it say nothing. A page that does
+// not read is checked with htmldata.Challenge: a bot-protection page is a
+// Rejected fault, anything else Malformed.
 //
 // # Links
 //
@@ -60,9 +62,10 @@
 // # Faults
 //
 // Failures are *upstream.Fault: a page whose format changed, a broken
-// payload or an oversized page is Malformed, a challenge page Rejected.
-// Reasons name the service, the missing field and the page's size, never
-// the page's content (pages carry personal data and reasons are logged).
+// payload or an oversized page is Malformed, a challenge page (one that
+// does not read as the service's) Rejected. Reasons name the service, the
+// missing field and the page's size, never the page's content (pages carry
+// personal data and reasons are logged).
 package linkinbio
 
 import (
@@ -273,16 +276,19 @@ func Parse(service string, page []byte, pageURL string) (Page, error) {
 	if len(page) > MaxPageBytes {
 		return Page{}, upstream.MalformedFault("%s page of %d bytes is over the %d-byte limit", service, len(page), MaxPageBytes)
 	}
-	if reason, blocked := htmldata.Challenge(page); blocked {
-		return Page{}, &upstream.Fault{Kind: upstream.Rejected,
-			Reason: fmt.Sprintf("the %s page is a block or challenge page: %s", service, reason)}
-	}
 	base, ok := parseLoose(pageURL)
 	if !ok {
 		base, _ = url.Parse(s.origin)
 	}
 	p, err := s.parse(page, base, s)
 	if err != nil {
+		// A page that does not read as the service's may be a bot
+		// check; one that reads is the page, whatever text its owner
+		// wrote into it (a challenge's title or ids on a Carrd site).
+		if reason, blocked := htmldata.Challenge(page); blocked {
+			return Page{}, &upstream.Fault{Kind: upstream.Rejected,
+				Reason: fmt.Sprintf("the %s page is a block or challenge page: %s", service, reason)}
+		}
 		return Page{}, err
 	}
 	p.Service = service

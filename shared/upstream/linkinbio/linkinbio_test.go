@@ -7,6 +7,8 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,6 +39,37 @@ var goldenCases = []struct {
 	{"beacons", linkinbio.Beacons, "https://beacons.ai/milosample"},
 	{"bio_link", linkinbio.BioLink, "https://bio.link/raesample"},
 	{"carrd", linkinbio.Carrd, "https://junoexample.carrd.co/"},
+}
+
+// A page that reads as its service's page is that page, whatever text its
+// owner put in it: a challenge's title, ids, scripts or an Akamai
+// reference do not make it a block (a Carrd site's title and HTML are its
+// owner's, and a link-in-bio page is a caller's to write).
+func TestParseChallengeTextOnARealPage(t *testing.T) {
+	title := regexp.MustCompile(`<title>[^<]*</title>`)
+	for _, tc := range goldenCases {
+		t.Run(tc.name, func(t *testing.T) {
+			orig := fixture(t, tc.name+".html")
+			want, err := linkinbio.Parse(tc.service, orig, tc.pageURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			page := title.ReplaceAll(orig, []byte(`<title>Just a moment...</title>`))
+			page = bytes.Replace(page, []byte(`</body>`), []byte(`<div id="challenge-running"></div><div id="cf-please-wait">cf-chl captcha</div>`+
+				`<script>window._cf_chl_opt={cvId:'3'};</script><div class="g-recaptcha"></div>`+
+				`<p>Access Denied. Reference #18.4f1c2a.1700000000. Powered and protected by Akamai</p></body>`), 1)
+			if !bytes.Contains(page, []byte("<title>Just a moment...</title>")) || !bytes.Contains(page, []byte("_cf_chl_opt")) {
+				t.Fatal("the fixture was not changed")
+			}
+			got, err := linkinbio.Parse(tc.service, page, tc.pageURL)
+			if err != nil {
+				t.Fatalf("a real page with challenge text: %v", err)
+			}
+			if !slices.Equal(got.Links, want.Links) || !slices.Equal(got.Socials, want.Socials) {
+				t.Errorf("links %+v\nwant %+v", got.Links, want.Links)
+			}
+		})
+	}
 }
 
 func TestParseGolden(t *testing.T) {

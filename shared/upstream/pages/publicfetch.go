@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/meridian-data/meridian/shared/upstream"
-	"github.com/meridian-data/meridian/shared/upstream/htmldata"
 )
 
 // A PublicFetcher reads pages whose URLs come from callers or from what
@@ -25,25 +24,44 @@ import (
 // safety policy finds public, each dialled over the policy's pinned client
 // (every redirect is checked too), inside a time limit and a body cap.
 //
-// When a web-unblocking service is configured (Zyte API, then ScraperAPI,
-// the keys the pages routes read), a page the site blocked (403, 429, 503
-// or a challenge page) is asked of the service, for the URLs Unblock
-// accepts only: the services charge per page, so the caller says which
-// pages are worth it. The public check runs first whichever route answers.
-// In replay mode every page comes from the replay upstream's Zyte API
-// fixtures (testdata/upstream/zyte_api/, matched on the page's URL) and
-// nothing is fetched live.
+// It has two fetches, apart by what they may cost:
+//
+//   - Fetch asks the site directly and nothing else: never a
+//     web-unblocking service, whatever is configured. A fetch whose
+//     target a caller chooses (a same-handle probe) uses it.
+//   - FetchUnblocking is Fetch, and then, when a web-unblocking service is
+//     configured (Zyte API, then ScraperAPI, the keys the pages routes
+//     read), for the URLs Unblock accepts only (the services charge per
+//     page, so the caller says which pages are worth it), a page whose own
+//     site blocked the direct fetch is asked of the service.
+//
+// A block is what a site's block looks like, never text in a page: a
+// transport failure (a reset is how some sites block), or 403, 429 or 503
+// answered by a URL Unblock accepts (a redirect to a page Unblock does not
+// accept, say a host the page's owner chose, is that host's answer, not
+// the site's). A 2xx answer is never a block, whatever its text: a page's
+// owner can write a challenge's title, ids or scripts into it, and that
+// must not buy a paid fetch. None of the sites Unblock accepts is known to
+// serve its block pages with 2xx (the page routes' per-site Blocked hooks,
+// on a site's own hosts, are where such a site's markers belong).
+//
+// The public check runs first whichever route answers. In replay mode
+// every page comes from the replay upstream's Zyte API fixtures
+// (testdata/upstream/zyte_api/, matched on the page's URL), for both
+// fetches, and nothing is fetched live.
 //
 // These fetches are the composite's own, outside the runner: no route
 // cooldown, allowance or upstream trace records them.
 type PublicFetcher struct {
-	policy   *upstream.URLPolicy
-	timeout  time.Duration
-	maxBody  int
+	policy  *upstream.URLPolicy
+	timeout time.Duration
+	maxBody int
+	client  *http.Client // the services' and the replay upstream's
+	// replay, when set, answers every page of both fetches.
+	replay *publicService
+	// unblock and services are FetchUnblocking's alone.
 	unblock  func(rawURL string) bool
 	services []publicService
-	replay   bool
-	client   *http.Client // the services'
 }
 
 // PublicFetchSettings configure NewPublicFetcher.
@@ -59,8 +77,9 @@ type PublicFetchSettings struct {
 	// ReplayURL, when set, is the replay upstream: every page is asked of
 	// its zyte_api fixtures, never of the live site.
 	ReplayURL string
-	// Unblock says which URLs may go through a service after the site
-	// blocked the direct fetch; nil lets none.
+	// Unblock says which URLs FetchUnblocking may ask of a service after
+	// the site blocked the direct fetch; nil lets none. It is asked of the
+	// URL fetched and of the URL that answered (after redirects).
 	Unblock func(rawURL string) bool
 	// Timeout bounds one Fetch, service included; 0 is
 	// DefaultPublicFetchTimeout.
@@ -86,7 +105,7 @@ type publicService struct {
 }
 
 // NewPublicFetcher builds a fetcher; its Fetch has the shape of
-// handleprobe.FetchFunc and composite.PageFetch.
+// handleprobe.FetchFunc, and it is a composite.PageFetcher.
 func NewPublicFetcher(s PublicFetchSettings) *PublicFetcher {
 	f := &PublicFetcher{policy: s.Policy, timeout: s.Timeout, maxBody: s.MaxBody, unblock: s.Unblock, client: s.ServiceClient}
 	if f.policy == nil {
@@ -106,7 +125,7 @@ func NewPublicFetcher(s PublicFetchSettings) *PublicFetcher {
 	switch {
 	case s.ReplayURL != "":
 		zyte.base, zyte.key = strings.TrimSuffix(s.ReplayURL, "/")+"/"+ZyteName, upstream.ReplaySecret
-		f.services, f.replay = []publicService{zyte}, true
+		f.replay = &zyte
 	case s.Lookup != nil:
 		for _, c := range []struct {
 			svc      publicService
@@ -127,9 +146,12 @@ func NewPublicFetcher(s PublicFetchSettings) *PublicFetcher {
 	return f
 }
 
-// Services names the web-unblocking services configured, in the order
-// they are asked.
+// Services names the web-unblocking services FetchUnblocking asks, in
+// order (in replay mode, the replay upstream's, which answers every page).
 func (f *PublicFetcher) Services() []string {
+	if f.replay != nil {
+		return []string{f.replay.name}
+	}
 	var out []string
 	for _, s := range f.services {
 		out = append(out, s.name)
@@ -137,63 +159,123 @@ func (f *PublicFetcher) Services() []string {
 	return out
 }
 
-// Fetch reads rawURL: the final status and the decoded body of any HTTP
-// answer (a 404 is an answer, not an error), or an error: a URL the policy
-// refuses (an InvalidParameter fault with code unsafe_url, never dialled),
-// the time limit (Timeout), a body over the cap (Malformed), a transport
-// failure. Errors never carry a service's key.
+// Fetch reads rawURL directly: the final status and the decoded body of
+// any HTTP answer (a 404 is an answer, not an error), or an error: a URL
+// the policy refuses (an InvalidParameter fault with code unsafe_url, never
+// dialled), the time limit (Timeout), a body over the cap (Malformed), a
+// transport failure. It never asks a web-unblocking service: the
+// same-handle probe's fetch.
 func (f *PublicFetcher) Fetch(ctx context.Context, rawURL string) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	if f.replay {
-		// The replay upstream answers; nothing is dialled, so no DNS.
-		u, err := f.policy.CheckOffline(rawURL)
-		if err != nil {
-			return 0, nil, refusal(err)
-		}
-		return f.viaServices(ctx, u.String())
+	if f.replay != nil {
+		return f.replayed(ctx, rawURL)
+	}
+	u, err := f.policy.Check(ctx, rawURL)
+	if err != nil {
+		return 0, nil, refusal(err)
+	}
+	a := f.direct(ctx, u.String())
+	return a.status, a.body, a.err
+}
+
+// FetchUnblocking reads rawURL as Fetch does and, when rawURL is one
+// Unblock accepts and its site blocked the direct fetch (see
+// PublicFetcher), asks the configured services in turn; when none
+// answers, the site's own answer stands. Errors never carry a service's
+// key.
+func (f *PublicFetcher) FetchUnblocking(ctx context.Context, rawURL string) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	if f.replay != nil {
+		return f.replayed(ctx, rawURL)
 	}
 	u, err := f.policy.Check(ctx, rawURL)
 	if err != nil {
 		return 0, nil, refusal(err)
 	}
 	target := u.String()
-	status, body, err := f.direct(ctx, target)
-	if len(f.services) == 0 || f.unblock == nil || ctx.Err() != nil || !f.unblock(rawURL) || !blockedAnswer(status, body, err) {
-		return status, body, err
+	a := f.direct(ctx, target)
+	if len(f.services) == 0 || f.unblock == nil || ctx.Err() != nil || !a.blocked() || !f.unblock(rawURL) || !f.unblock(a.from) {
+		return a.status, a.body, a.err
 	}
-	if s, b, serr := f.viaServices(ctx, target); serr == nil {
+	if s, b, serr := f.viaServices(ctx, f.services, target); serr == nil {
 		return s, b, nil
 	}
-	return status, body, err // the site's own answer stands
+	return a.status, a.body, a.err // the site's own answer stands
+}
+
+// replayed asks the replay upstream; nothing is dialled, so no DNS.
+func (f *PublicFetcher) replayed(ctx context.Context, rawURL string) (int, []byte, error) {
+	u, err := f.policy.CheckOffline(rawURL)
+	if err != nil {
+		return 0, nil, refusal(err)
+	}
+	return f.viaServices(ctx, []publicService{*f.replay}, u.String())
+}
+
+// directAnswer is a site's own answer to a direct fetch.
+type directAnswer struct {
+	status int
+	body   []byte
+	err    error
+	// from is the URL that answered, after redirects (or whose fetch
+	// failed).
+	from string
+}
+
+// blocked reports what a site's block looks like: a transport failure or
+// timeout of the site (a reset is how some sites block), or a blocking
+// status (403, 429, 503). A refused URL or a body over the cap is not, and
+// neither is any 2xx answer, whatever its text says (see PublicFetcher).
+func (a directAnswer) blocked() bool {
+	if a.err != nil {
+		var f *upstream.Fault
+		return errors.As(a.err, &f) && (f.Kind == upstream.Transport || f.Kind == upstream.Timeout)
+	}
+	switch a.status {
+	case http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable:
+		return true
+	}
+	return false
 }
 
 // direct asks the site itself over the policy's pinned client.
-func (f *PublicFetcher) direct(ctx context.Context, target string) (int, []byte, error) {
+func (f *PublicFetcher) direct(ctx context.Context, target string) directAnswer {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return 0, nil, refusal(err)
+		return directAnswer{err: refusal(err), from: target}
 	}
 	req.Header = BrowserHeader("")
 	// Set by hand so br is offered as a browser would; decode undoes it.
 	req.Header.Set("accept-encoding", "gzip, br")
 	res, err := f.policy.Client().Do(req)
 	if err != nil {
-		return 0, nil, fetchFault(ctx, err)
+		from := target
+		var u *url.Error
+		if errors.As(err, &u) && u.URL != "" {
+			from = u.URL // the redirect that failed
+		}
+		return directAnswer{err: fetchFault(ctx, err), from: from}
 	}
 	defer res.Body.Close()
+	a := directAnswer{from: res.Request.URL.String()}
 	raw, err := f.read(ctx, res.Body, f.maxBody)
 	if err != nil {
-		return 0, nil, err
+		a.err = err
+		return a
 	}
 	body, err := decode(raw, res.Header.Get("content-encoding"))
 	if err != nil {
-		return 0, nil, err
+		a.err = err
+		return a
 	}
 	if len(body) > f.maxBody {
-		return 0, nil, tooLarge(f.maxBody)
+		a.err = tooLarge(f.maxBody)
+		return a
 	}
-	return res.StatusCode, body, nil
+	a.status, a.body = res.StatusCode, body
+	return a
 }
 
 // read reads at most limit bytes; a longer body is Malformed.
@@ -208,10 +290,10 @@ func (f *PublicFetcher) read(ctx context.Context, r io.Reader, limit int) ([]byt
 	return raw, nil
 }
 
-// viaServices asks each configured service in turn until one answers.
-func (f *PublicFetcher) viaServices(ctx context.Context, target string) (int, []byte, error) {
+// viaServices asks each of services in turn until one answers.
+func (f *PublicFetcher) viaServices(ctx context.Context, services []publicService, target string) (int, []byte, error) {
 	var errs []error
-	for _, s := range f.services {
+	for _, s := range services {
 		status, body, err := s.fetch(f, ctx, s, target)
 		if err == nil {
 			return status, body, nil
@@ -303,22 +385,6 @@ func (f *PublicFetcher) viaScraperAPI(ctx context.Context, s publicService, targ
 		return res.StatusCode, body, nil
 	}
 	return 0, nil, scraperAPIFault(&upstream.Response{Status: res.StatusCode, Header: res.Header, Body: raw}, s.key)
-}
-
-// blockedAnswer reports a direct answer worth asking a service for: a
-// transport failure (a reset is how some sites block), a blocking status
-// or a challenge page. A refused URL or a body over the cap is not.
-func blockedAnswer(status int, body []byte, err error) bool {
-	if err != nil {
-		var f *upstream.Fault
-		return errors.As(err, &f) && (f.Kind == upstream.Transport || f.Kind == upstream.Timeout)
-	}
-	switch status {
-	case http.StatusForbidden, http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		return true
-	}
-	_, blocked := htmldata.Challenge(body)
-	return blocked
 }
 
 // refusal is the error of a URL the policy refuses.

@@ -185,6 +185,7 @@ func zyteStub(t *testing.T, key string, page string) (*httptest.Server, *atomic.
 
 func TestPublicFetchUnblocksThroughAService(t *testing.T) {
 	site, _ := countingServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("cf-mitigated", "challenge")
 		w.WriteHeader(http.StatusForbidden)
 		io.WriteString(w, "<html><title>Access denied</title></html>")
 	})
@@ -198,7 +199,7 @@ func TestPublicFetchUnblocksThroughAService(t *testing.T) {
 	if got := f.Services(); len(got) != 1 || got[0] != ZyteName {
 		t.Fatalf("services %v", got)
 	}
-	status, body, err := f.Fetch(context.Background(), site.URL+"/bio/ana")
+	status, body, err := f.FetchUnblocking(context.Background(), site.URL+"/bio/ana")
 	if err != nil || status != 200 || string(body) != "<html>the page</html>" {
 		t.Fatalf("unblocked page: %d %q %v", status, body, err)
 	}
@@ -206,12 +207,12 @@ func TestPublicFetchUnblocksThroughAService(t *testing.T) {
 		t.Errorf("Zyte API was asked for %v", *asked)
 	}
 	// A URL Unblock does not accept keeps the site's own answer.
-	status, _, err = f.Fetch(context.Background(), site.URL+"/other")
+	status, _, err = f.FetchUnblocking(context.Background(), site.URL+"/other")
 	if err != nil || status != http.StatusForbidden || zyteHits.Load() != 1 {
 		t.Errorf("not unblocked: %d %v, service asked %d times", status, err, zyteHits.Load())
 	}
 	// A refused URL goes to no service either.
-	if _, _, err := f.Fetch(context.Background(), "http://10.0.0.1/bio/x"); !unsafeURLFault(err) || zyteHits.Load() != 1 {
+	if _, _, err := f.FetchUnblocking(context.Background(), "http://10.0.0.1/bio/x"); !unsafeURLFault(err) || zyteHits.Load() != 1 {
 		t.Errorf("refused URL: %v, service asked %d times", err, zyteHits.Load())
 	}
 	// Nothing configured: direct only.
@@ -230,7 +231,7 @@ func TestPublicFetchServiceErrorsHideTheKey(t *testing.T) {
 	for _, base := range []string{scraper.URL, closed.URL} {
 		env := map[string]string{ScraperAPIKeySecret: scraperKey, ScraperAPI().BaseURLVar(): base}
 		f := NewPublicFetcher(PublicFetchSettings{Lookup: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
-		_, _, err := f.viaServices(context.Background(), "https://linktr.ee/ana")
+		_, _, err := f.viaServices(context.Background(), f.services, "https://linktr.ee/ana")
 		if err == nil || strings.Contains(err.Error(), scraperKey) {
 			t.Errorf("%s: err %v", base, err)
 		}
@@ -255,5 +256,127 @@ func TestPublicFetchReplayNeverFetchesLive(t *testing.T) {
 	}
 	if _, _, err := f.Fetch(context.Background(), "http://127.0.0.1/x"); !unsafeURLFault(err) {
 		t.Errorf("replay mode still checks the URL: %v", err)
+	}
+}
+
+// paidServices configures both web-unblocking services as counting stubs
+// (Zyte API answering page) and returns their request counters.
+func paidServices(t *testing.T, page string) (func(string) (string, bool), *atomic.Int64, *atomic.Int64) {
+	t.Helper()
+	zyte, zyteHits, _ := zyteStub(t, zyteKey, page)
+	scraper, scraperHits := countingServer(t, func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, page) })
+	env := map[string]string{
+		ZyteKeySecret: zyteKey, Zyte().BaseURLVar(): zyte.URL,
+		ScraperAPIKeySecret: scraperKey, ScraperAPI().BaseURLVar(): scraper.URL,
+	}
+	return func(k string) (string, bool) { v, ok := env[k]; return v, ok }, zyteHits, scraperHits
+}
+
+// Fetch is the same-handle probe's fetch: direct only. However the site
+// blocks it, and whatever Unblock accepts, no paid service is asked.
+func TestPublicFetchDirectNeverAsksAService(t *testing.T) {
+	site, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/cf":
+			w.Header().Set("cf-mitigated", "challenge")
+			w.WriteHeader(http.StatusForbidden)
+			io.WriteString(w, `<html><head><title>Just a moment...</title></head><body><div id="challenge-running"></div></body></html>`)
+		case "/limited":
+			w.WriteHeader(http.StatusTooManyRequests)
+		case "/down":
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case "/reset":
+			if c, _, err := w.(http.Hijacker).Hijack(); err == nil {
+				c.Close()
+			}
+		}
+	})
+	lookup, zyteHits, scraperHits := paidServices(t, "<html>the page</html>")
+	f := NewPublicFetcher(PublicFetchSettings{Policy: loopbackPolicy(), Lookup: lookup, Unblock: func(string) bool { return true }})
+	if got := f.Services(); len(got) != 2 {
+		t.Fatalf("services %v", got)
+	}
+	for path, want := range map[string]int{"/cf": 403, "/limited": 429, "/down": 503, "/reset": 0} {
+		status, body, err := f.Fetch(context.Background(), site.URL+path)
+		if status != want || string(body) == "<html>the page</html>" || (want == 0) != (err != nil) {
+			t.Errorf("%s: %d %q %v; want the site's own answer %d", path, status, body, err, want)
+		}
+	}
+	if zyteHits.Load() != 0 || scraperHits.Load() != 0 {
+		t.Fatalf("a direct fetch asked the paid services: Zyte API %d, ScraperAPI %d", zyteHits.Load(), scraperHits.Load())
+	}
+}
+
+// A 2xx answer is never a block, whatever its text says: a caller can put
+// a challenge's title, ids, scripts or an Akamai reference in a page of its
+// own (a link-in-bio page), and that must not buy a paid fetch. Neither
+// does a challenge page served with a status sites do not block with.
+func TestPublicFetchUnblockingIgnoresChallengeTextOn200(t *testing.T) {
+	bodies := map[string]string{
+		"/title":      `<html><head><title>Just a moment...</title></head><body><a href="https://ana.example/">shop</a></body></html>`,
+		"/ids":        `<html><body><div id="cf-challenge-running"></div><div id="challenge-running">cf-chl</div><a href="https://ana.example/">shop</a></body></html>`,
+		"/script":     `<html><body><script>window._cf_chl_opt={cvId:'3'};</script><form action="/?__cf_chl_f_tk=x"></form></body></html>`,
+		"/akamai":     `<html><head><title>Access Denied</title></head><body>You don't have permission. Reference #18.4f1c2a.1700000000.1a2b3c. Powered and protected by Akamai</body></html>`,
+		"/captcha":    `<html><body><div class="g-recaptcha"></div>captcha</body></html>`,
+		"/datadome":   `<html><body><script src="https://geo.captcha-delivery.com/captcha/"></script></body></html>`,
+		"/perimeterx": `<html><body><div id="px-captcha"></div></body></html>`,
+	}
+	site, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("status") == "404" {
+			w.WriteHeader(http.StatusNotFound)
+		}
+		io.WriteString(w, bodies[r.URL.Path])
+	})
+	lookup, zyteHits, scraperHits := paidServices(t, "<html>the page</html>")
+	f := NewPublicFetcher(PublicFetchSettings{Policy: loopbackPolicy(), Lookup: lookup, Unblock: func(string) bool { return true }})
+	for path, page := range bodies {
+		for _, query := range []string{"", "?status=404"} {
+			status, body, err := f.FetchUnblocking(context.Background(), site.URL+path+query)
+			want := 200
+			if query != "" {
+				want = 404
+			}
+			if err != nil || status != want || string(body) != page {
+				t.Errorf("%s%s: %d %q %v; want the site's own page", path, query, status, body, err)
+			}
+		}
+	}
+	if zyteHits.Load() != 0 || scraperHits.Load() != 0 {
+		t.Fatalf("challenge text asked the paid services: Zyte API %d, ScraperAPI %d", zyteHits.Load(), scraperHits.Load())
+	}
+}
+
+// A block counts only from the page Unblock accepted: when that page
+// redirects to another site (a host its owner chose) and that site
+// blocks, the answer stands and no service is asked.
+func TestPublicFetchUnblockingOnlyForTheAcceptedPagesOwnBlock(t *testing.T) {
+	elsewhere, _ := countingServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("cf-mitigated", "challenge")
+		w.WriteHeader(http.StatusForbidden)
+	})
+	site, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/bio/moved":
+			http.Redirect(w, r, elsewhere.URL+"/landing", http.StatusFound)
+		case "/bio/renamed":
+			http.Redirect(w, r, "/bio/ana", http.StatusMovedPermanently)
+		default:
+			w.Header().Set("cf-mitigated", "challenge")
+			w.WriteHeader(http.StatusForbidden)
+		}
+	})
+	lookup, zyteHits, _ := paidServices(t, "<html>the page</html>")
+	f := NewPublicFetcher(PublicFetchSettings{Policy: loopbackPolicy(), Lookup: lookup,
+		Unblock: func(u string) bool { return strings.Contains(u, "/bio/") }})
+	if status, _, err := f.FetchUnblocking(context.Background(), site.URL+"/bio/moved"); err != nil || status != http.StatusForbidden {
+		t.Fatalf("redirected elsewhere: %d %v", status, err)
+	}
+	if zyteHits.Load() != 0 {
+		t.Fatalf("another site's block asked Zyte API %d times", zyteHits.Load())
+	}
+	// A redirect within the accepted pages still counts.
+	status, body, err := f.FetchUnblocking(context.Background(), site.URL+"/bio/renamed")
+	if err != nil || status != 200 || string(body) != "<html>the page</html>" || zyteHits.Load() != 1 {
+		t.Fatalf("redirected within the pages: %d %q %v, Zyte API asked %d times", status, body, err, zyteHits.Load())
 	}
 }
