@@ -85,7 +85,7 @@ var (
 			"the batch's marks take it back); refund and settle reconciliations " +
 			"(Refund: BatchGetItem, GetItem, TransactWriteItems of Update and Put; Settle: UpdateItem); the " +
 			"scheduled run applies the outbox in place (OutboxBatch: Query; DeleteOutbox: BatchGetItem, " +
-			"BatchWriteItem) and sweeps expired reservations (ExpiredReservations: BatchGetItem of the shards' marks, Query on " +
+			"BatchWriteItem) and sweeps expired reservations (RefundExpired as Refund; ExpiredReservations: BatchGetItem of the shards' marks, Query on " +
 			"the leases index from each mark, BatchGetItem of the entries' reservations, PutItem of a mark moved, UpdateItem of " +
 			"a reservation relisted)",
 		Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
@@ -116,9 +116,10 @@ var (
 	// /v1/web/jobs/{id}, run by the worker.
 	UseJobs = TableUse{
 		Name: "jobs",
-		Why: "accepting a call with async=1: CreateJob (conditional PutItem), FinishJob of a job the queue refused " +
-			"(UpdateItem); GET /v1/web/jobs/{id}: Job (GetItem); the worker's job runs: StartJob, JobProgress, FinishJob, " +
-			"MarkJobBilled (conditional UpdateItem)",
+		Why: "accepting a call with async=1: TakeJobSlot (GetItem, conditional PutItem of the account's job slots), " +
+			"CreateJob (conditional PutItem), FinishJob of a job the queue refused and ReleaseJobSlot (UpdateItem); " +
+			"GET /v1/web/jobs/{id}: Job (GetItem); the worker's job runs: StartJob, ExtendReservation, JobProgress, " +
+			"FinishJob, ReleaseJobSlot, MarkJobBilled (conditional UpdateItem)",
 		Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
 	}
 )

@@ -501,8 +501,14 @@ func (f *finishFails) StartJob(ctx context.Context, a, id string, now, lease tim
 func (f *finishFails) JobProgress(ctx context.Context, a, id string, done, total int) error {
 	return f.jobs.JobProgress(ctx, a, id, done, total)
 }
-func (f *finishFails) MarkJobBilled(ctx context.Context, a, id string, result []byte) error {
-	return f.jobs.MarkJobBilled(ctx, a, id, result)
+func (f *finishFails) MarkJobBilled(ctx context.Context, a, id string, replaced *store.JobOutcome) error {
+	return f.jobs.MarkJobBilled(ctx, a, id, replaced)
+}
+func (f *finishFails) TakeJobSlot(ctx context.Context, a, id string, now, until time.Time, max int) error {
+	return f.jobs.TakeJobSlot(ctx, a, id, now, until, max)
+}
+func (f *finishFails) ReleaseJobSlot(ctx context.Context, a, id string) error {
+	return f.jobs.ReleaseJobSlot(ctx, a, id)
 }
 
 // A job whose worker dies after its call is delivered again: while the

@@ -41,7 +41,7 @@ var Roster = []TypeInfo{
 	{Unauthorized, []int{401}, "No key, an unrecognised, revoked or deleted key, or a key in the query string.", true},
 	{KeyRevoked, nil, "Reserved: listed but never emitted. A revoked key answers UNAUTHORIZED; treat it like UNAUTHORIZED.", false},
 	{KeyLimitExceeded, []int{402}, "The key's credit_limit would be exceeded.", true},
-	{RateLimited, []int{429}, "More than 600 requests in the last minute, more than 25 in flight, or throttled invalid-key attempts.", true},
+	{RateLimited, []int{429}, "More than 600 requests in the last minute, more than 25 in flight, throttled invalid-key attempts, or (async=1) an account's web jobs at their cap.", true},
 	{FairUseExceeded, []int{429, 503}, "The rolling 30-day fair-use ceiling of a metered endpoint was reached (503 while the quota system is unavailable).", true},
 	{InsufficientCredits, []int{402}, "The balance is below the call's cost.", true},
 	{ResourceNotFound, []int{404}, "The endpoint exists but the requested thing does not.", true},

@@ -46,7 +46,7 @@ func errorDetailsSchema() obj {
 		"description":          "Keys per error type (spec 7); every key is optional and others may appear.",
 		"additionalProperties": true,
 		"properties": obj{
-			"reason":              obj{"type": "string", "description": "Why, in one word: missing_api_key, invalid_api_key, query_string_key_rejected, invalid_key_attempts, rate_limit, concurrency_limit, idempotency_in_progress, out_of_range, not_allowed, wrong_host, capacity_exhausted, ..."},
+			"reason":              obj{"type": "string", "description": "Why, in one word: missing_api_key, invalid_api_key, query_string_key_rejected, invalid_key_attempts, rate_limit, concurrency_limit, job_queue_full, idempotency_in_progress, out_of_range, not_allowed, wrong_host, capacity_exhausted, reservation_expired (a web job's result: its reservation was refunded before it could be charged), ..."},
 			"resets_at":           obj{"type": "string", "format": "date-time", "description": "capacity_exhausted: when the shared monthly allowance resets."},
 			"field":               obj{"type": "string", "description": "The parameter or header at fault."},
 			"message":             obj{"type": "string"},

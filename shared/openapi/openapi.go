@@ -178,7 +178,9 @@ func operation(e *registry.Endpoint, schemas DataSchemas, defs obj, rs *response
 		responses["202"] = obj{
 			"description": "With async=1: the call is accepted as a web job. Its cost is reserved (credits_used is null until the job ends); " +
 				"poll data.url (GET /v1/web/jobs/{id}) for its state and, once done, the envelope this call would have returned. " +
-				"A cached answer is returned at once with 200, as without async.",
+				"A cached answer is returned at once with 200, as without async. An account holds at most 100 jobs queued or running " +
+				"(beyond: 429 RATE_LIMITED, details.reason job_queue_full). A job that waited past its reservation's 30-minute lease " +
+				"fails unpaid (500, details.reason reservation_expired).",
 			"headers": obj{
 				"x-request-id": obj{"$ref": "#/components/headers/XRequestId"},
 				"location":     obj{"description": "The job's URL, as data.url.", "schema": obj{"type": "string"}},

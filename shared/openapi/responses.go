@@ -69,6 +69,9 @@ func outcomes(e *registry.Endpoint) []outcome {
 		add(422, envelope.InvalidParameters, "an Idempotency-Key reused for a different request, or longer than 255 characters")
 	}
 	add(429, envelope.RateLimited, "more than 600 requests a minute or 25 in flight for the key, or repeated invalid keys (retry-after)")
+	if e.Async {
+		add(429, envelope.RateLimited, "with async=1: the account's web jobs queued or running are at their cap (details.reason job_queue_full, retry-after); nothing is reserved")
+	}
 	if e.FairUse > 0 {
 		add(429, envelope.FairUseExceeded, "the rolling 30-day fair-use ceiling of this metered endpoint was reached")
 	}
@@ -189,6 +192,9 @@ func traits(e *registry.Endpoint) string {
 	}
 	if e.LimitedCapacity {
 		t += "_LimitedCapacity"
+	}
+	if e.Async {
+		t += "_Async"
 	}
 	if e.Deprecated != nil {
 		t += "_Deprecated"

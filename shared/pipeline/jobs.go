@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/meridian-data/meridian/shared/auth"
@@ -19,6 +20,38 @@ import (
 // delivery may take it over: longer than the call (RequestTimeout) and its
 // billing writes, so only a dead worker's job is taken over.
 const jobLease = RequestTimeout + 2*billingTimeout + time.Minute
+
+// MaxQueuedJobs caps an account's open web jobs (queued or running): an
+// async=1 call beyond it is refused 429 RATE_LIMITED (details.reason
+// job_queue_full) before anything is reserved, so one account's backlog
+// cannot hold up every other account's jobs. A job holds its slot from
+// its acceptance until it ends, or at most jobSlotLease.
+const MaxQueuedJobs = 100
+
+// JobQueueFullReason is details.reason of the 429 that refuses a job over
+// MaxQueuedJobs; JobReservationExpiredReason is details.reason of a job
+// that failed because its reservation was refunded before it could be
+// charged (the job waited in the queue longer than the reservation's
+// lease).
+const (
+	JobQueueFullReason          = "job_queue_full"
+	JobReservationExpiredReason = "reservation_expired"
+)
+
+// jobQueueRetry is the retry-after of a refusal for a full job queue: about
+// how long a job takes.
+const jobQueueRetry = time.Minute
+
+// jobSlotLease bounds how long a job counts against MaxQueuedJobs if its
+// end never releases its slot (a message lost to the dead-letter queue): a
+// job still queued after its reservation's lease finds it refunded and
+// fails at once, and a started one ends within its lease.
+const jobSlotLease = store.ReservationLease + jobLease
+
+// jobHold is how long a started job holds its reservation
+// (ExtendReservation): its run and billing (jobLease), then the same lease
+// any reservation gets for its settle to land (store.ReservationLease).
+const jobHold = jobLease + store.ReservationLease
 
 // ErrJobBusy: another worker runs the job under a live lease. The message
 // is delivered again later, by when the job has finished (and the delivery
@@ -74,6 +107,13 @@ func viewJob(j store.Job) jobView {
 	if v.Operation.Params == nil {
 		v.Operation.Params = map[string]string{}
 	}
+	if store.JobFinished(j.State) && !j.Billed {
+		// Its outcome is stored but its money has not moved: until it has,
+		// the job reads as running, so no data shows that billing may yet
+		// withhold (a success whose reservation was refunded first).
+		v.State, v.FinishedAt, v.Result = store.JobRunning, nil, jsonOrNull(nil)
+		return v
+	}
 	if j.Status != 0 {
 		v.Status = &j.Status
 	}
@@ -102,18 +142,33 @@ func (p *Pipeline) acceptJob(x *exchange, c *Call) {
 			"Web jobs (async=1) are not available in this deployment; call without async.", map[string]any{"field": "async"}))
 		return
 	}
-	charge, remaining, ok := p.reserveSlotted(x, c)
-	if !ok {
+	now := p.cfg.Now().UTC()
+	id := store.NewJobID()
+	_, err := billingOp(x, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, p.cfg.Jobs.TakeJobSlot(ctx, c.Principal.AccountID, id, now, now.Add(jobSlotLease), MaxQueuedJobs)
+	})
+	switch {
+	case errors.Is(err, store.ErrJobQueueFull):
+		x.fail(rateLimited(JobQueueFullReason, jobQueueRetry, "This account has "+strconv.Itoa(MaxQueuedJobs)+
+			" web jobs queued or running, the most it may; submit more as they finish."))
+		return
+	case err != nil:
+		p.cfg.Logger.Error("job slot not taken", "request_id", x.requestID, "error", err.Error())
+		x.fail(envelope.Internal())
 		return
 	}
-	now := p.cfg.Now().UTC()
+	charge, remaining, ok := p.reserveSlotted(x, c)
+	if !ok {
+		p.releaseJobSlot(context.WithoutCancel(x.r.Context()), c.Principal.AccountID, id)
+		return
+	}
 	e := c.Endpoint
 	job := store.Job{
-		ID: store.NewJobID(), AccountID: c.Principal.AccountID, KeyID: c.Principal.KeyID, KeyPrefix: c.Principal.KeyPrefix,
+		ID: id, AccountID: c.Principal.AccountID, KeyID: c.Principal.KeyID, KeyPrefix: c.Principal.KeyPrefix,
 		KeyHash: c.Principal.KeyHash, RequestID: c.RequestID, Platform: e.Platform, Endpoint: e.ID, Params: c.Params.Values,
 		Cost: e.Cost, State: store.JobQueued, CreatedAt: now, ExpiresAt: now.Add(store.JobTTL),
 	}
-	_, err := billingOp(x, func(ctx context.Context) (struct{}, error) {
+	_, err = billingOp(x, func(ctx context.Context) (struct{}, error) {
 		if err := p.cfg.Jobs.CreateJob(ctx, job); err != nil {
 			return struct{}{}, err
 		}
@@ -131,6 +186,7 @@ func (p *Pipeline) acceptJob(x *exchange, c *Call) {
 		p.cfg.Logger.Error("job not queued", "request_id", x.requestID, "error", err.Error())
 		failure := envelope.Internal()
 		p.refund(x, *charge, failure)
+		p.releaseJobSlot(context.WithoutCancel(x.r.Context()), job.AccountID, job.ID)
 		x.fail(failure)
 		return
 	}
@@ -150,6 +206,9 @@ func (p *Pipeline) acceptJob(x *exchange, c *Call) {
 // finished job only makes sure that billing landed. The outcome is stored
 // before the money moves, so a retry never runs a finished job again, and
 // the store's settle and refund are idempotent, so none charges twice.
+// Before its call a started job holds its reservation (holdReservation):
+// one the sweep already refunded fails the job, refunded, and nothing
+// runs, so a job never delivers data that was not paid for.
 func (p *Pipeline) RunJob(ctx context.Context, msg monitors.JobMessage) error {
 	if p.cfg.Jobs == nil {
 		return errors.New("pipeline: web jobs are not configured")
@@ -158,10 +217,12 @@ func (p *Pipeline) RunJob(ctx context.Context, msg monitors.JobMessage) error {
 	job, owned, err := p.cfg.Jobs.StartJob(ctx, msg.AccountID, msg.JobID, now, now.Add(jobLease))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
+		p.releaseJobSlot(ctx, msg.AccountID, msg.JobID)
 		return nil // expired or never stored: nothing left to do
 	case err != nil:
 		return err
 	case !owned && (job.State == store.JobSucceeded || job.State == store.JobFailed):
+		p.releaseJobSlot(ctx, job.AccountID, job.ID)
 		if job.Billed {
 			return nil
 		}
@@ -178,22 +239,75 @@ func (p *Pipeline) RunJob(ctx context.Context, msg monitors.JobMessage) error {
 	if err != nil {
 		return err
 	}
+	p.releaseJobSlot(context.WithoutCancel(ctx), job.AccountID, job.ID)
 	return p.billJob(context.WithoutCancel(ctx), stored)
 }
 
+// releaseJobSlot frees a job's place under MaxQueuedJobs once it has
+// ended (or was never queued). A release that fails is logged: the slot
+// lapses with its lease.
+func (p *Pipeline) releaseJobSlot(ctx context.Context, accountID, jobID string) {
+	ctx, cancel := context.WithTimeout(ctx, billingTimeout)
+	defer cancel()
+	if err := p.cfg.Jobs.ReleaseJobSlot(ctx, accountID, jobID); err != nil {
+		p.cfg.Logger.Warn("job slot not released", "job_id", jobID, "error", err.Error())
+	}
+}
+
+// holdReservation extends the job's reservation over its run and billing
+// (jobHold) with one conditional write, so the expired-lease sweep, whose
+// refund is conditioned on the lease (store.RefundExpired), leaves it. A
+// reservation already refunded (the job waited in the queue past the
+// lease, and the sweep got there first) or missing fails the job with
+// reservationExpired: nothing runs, nothing is charged.
+func (p *Pipeline) holdReservation(ctx context.Context, j store.Job) *envelope.Error {
+	if p.cfg.Store == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), billingTimeout)
+	defer cancel()
+	err := p.cfg.Store.ExtendReservation(ctx, j.AccountID, j.RequestID, p.cfg.Now().UTC().Add(jobHold))
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrSettled):
+		// Paid already (no order of events settles before FinishJob,
+		// but a settled charge is never free data).
+		p.cfg.Logger.Error("started job's reservation is settled", "job_id", j.ID, "request_id", j.RequestID)
+		return nil
+	case errors.Is(err, store.ErrRefunded), errors.Is(err, store.ErrNotFound):
+		return reservationExpired()
+	default:
+		p.cfg.Logger.Error("job reservation not held", "job_id", j.ID, "request_id", j.RequestID, "error", err.Error())
+		return envelope.Internal()
+	}
+}
+
+// reservationExpired is the failure of a job whose reservation was
+// refunded before the job could be charged for it.
+func reservationExpired() *envelope.Error {
+	return envelope.New(envelope.InternalError, http.StatusInternalServerError,
+		"The job waited longer than its reservation is held ("+strconv.Itoa(int(store.ReservationLease/time.Minute))+
+			" minutes), and the reservation was refunded before the job could be charged: no data is delivered and nothing "+
+			"is charged. Submit the job again.",
+		map[string]any{"reason": JobReservationExpiredReason})
+}
+
 // billJob settles a succeeded job's reservation or refunds a failed one's,
-// and records that it landed.
+// and records that it landed. A success whose reservation was refunded
+// first (or is gone) is not delivered: its outcome becomes the failure
+// reservationExpired, and the data is withheld (a job's result shows only
+// once billed).
 func (p *Pipeline) billJob(ctx context.Context, j store.Job) error {
-	var replaced []byte
+	var replaced *store.JobOutcome
 	if j.State == store.JobSucceeded {
 		err := p.cfg.Store.Settle(ctx, j.AccountID, j.RequestID)
 		switch {
-		case errors.Is(err, store.ErrRefunded):
-			// The sweep refunded it first (the job outlived its
-			// reservation's lease): the answer was free; say so.
-			replaced = uncharged(j.Result)
-		case errors.Is(err, store.ErrNotFound):
-			p.cfg.Logger.Error("succeeded job has no reservation", "job_id", j.ID, "request_id", j.RequestID)
+		case errors.Is(err, store.ErrRefunded), errors.Is(err, store.ErrNotFound):
+			p.cfg.Logger.Error("succeeded job's reservation was refunded first: result withheld", "job_id", j.ID, "request_id", j.RequestID)
+			req, _ := http.NewRequest(http.MethodGet, "/v1/"+j.Platform+"/"+j.Endpoint, nil)
+			status, body := p.jobFailure(j, p.errorsURL(req), reservationExpired())
+			replaced = &store.JobOutcome{State: store.JobFailed, Status: status, Result: body}
 		case err != nil:
 			return err
 		}
@@ -208,21 +322,6 @@ func (p *Pipeline) billJob(ctx context.Context, j store.Job) error {
 		}
 	}
 	return p.cfg.Jobs.MarkJobBilled(ctx, j.AccountID, j.ID, replaced)
-}
-
-// uncharged rewrites a success envelope as charging nothing.
-func uncharged(result []byte) []byte {
-	var env map[string]json.RawMessage
-	if json.Unmarshal(result, &env) != nil {
-		return nil
-	}
-	env["credits_used"] = json.RawMessage("0")
-	delete(env, "credits_remaining")
-	b, err := json.Marshal(env)
-	if err != nil {
-		return nil
-	}
-	return b
 }
 
 // jobCall runs the job's call as dispatch runs an accepted paid call (its
@@ -270,6 +369,9 @@ func (p *Pipeline) jobCall(ctx context.Context, j store.Job) (int, []byte) {
 	validated, verr := params.Validate(e, query, nil)
 	if verr != nil {
 		return fail(verr)
+	}
+	if refusal := p.holdReservation(ctx, j); refusal != nil {
+		return fail(refusal)
 	}
 	c := &Call{RequestID: j.RequestID, Endpoint: e, Params: validated, Request: req,
 		Principal: auth.Principal{AccountID: j.AccountID, KeyID: j.KeyID, KeyPrefix: j.KeyPrefix, KeyHash: j.KeyHash}}

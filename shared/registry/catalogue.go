@@ -439,7 +439,9 @@ var webAndBundles = []Endpoint{
 		Decision: "A job is read by its id alone, lifted from the path, by the account that started it (any other: 404); " +
 			"reading it is free because the job's own call was charged. data: id, state (queued, running, succeeded, failed), " +
 			"progress {done, total}, the operation (platform, endpoint, params), attempts, created_at, started_at, finished_at, " +
-			"expires_at (7 days after creation), and once finished status and result: the full envelope the call would have returned.",
+			"expires_at (7 days after creation), and once finished status and result: the full envelope the call would have returned. " +
+			"A job reads as running until its charge is settled or refunded; one whose reservation was refunded before it could be " +
+			"charged fails with 500 INTERNAL_ERROR, details.reason reservation_expired, and no data.",
 	},
 	{
 		Platform: "bundle", ID: "creator-vetting", Family: Bundle, Kind: Data, Cost: 8, Origin: SpecListed, FairUse: metered / 4, Async: true,

@@ -216,6 +216,8 @@ var (
 	ErrTooManyMonitors = fmt.Errorf("store: an account holds at most %d monitors", MaxMonitors)
 	ErrNotClaimed      = errors.New("store: another attempt holds this run")
 	ErrJobExists       = errors.New("store: the job id is taken")
+	// ErrJobQueueFull: TakeJobSlot found every slot of the account taken.
+	ErrJobQueueFull = errors.New("store: the account's web jobs fill its queue")
 )
 
 // Web job states.
@@ -285,9 +287,37 @@ type Jobs interface {
 	// job is returned either way. ErrNotFound when absent or expired by now.
 	FinishJob(ctx context.Context, accountID, id, state string, status int, result []byte, now time.Time) (Job, error)
 	// MarkJobBilled records that the outcome's settle or refund landed;
-	// result, when not nil, replaces the stored envelope (a settle that
-	// found the reservation already refunded reports credits_used 0).
-	MarkJobBilled(ctx context.Context, accountID, id string, result []byte) error
+	// replaced, when not nil, replaces the stored outcome (its State must
+	// be JobSucceeded or JobFailed, else ErrInvalid): a success whose
+	// reservation was refunded before it settled becomes a failure.
+	MarkJobBilled(ctx context.Context, accountID, id string, replaced *JobOutcome) error
+	// TakeJobSlot counts job id against its account's open web jobs until
+	// it is released (ReleaseJobSlot) or until, whichever comes first: one
+	// conditional write on a record of the account, so concurrent takers
+	// never hold more than max slots live at now between them. A slot
+	// the job holds already is kept (nil); ErrJobQueueFull when max other
+	// slots are live.
+	TakeJobSlot(ctx context.Context, accountID, id string, now, until time.Time, max int) error
+	// ReleaseJobSlot frees the job's slot; one not held (released, or
+	// never taken) is fine.
+	ReleaseJobSlot(ctx context.Context, accountID, id string) error
+}
+
+// JobOutcome is a finished job's outcome: its state, the HTTP status and
+// the envelope the call would have answered.
+type JobOutcome struct {
+	State  string
+	Status int
+	Result []byte
+}
+
+// CheckOutcome is ErrInvalid for an outcome no job ends with (a state
+// that is not final, a document over MaxDocumentBytes).
+func CheckOutcome(o JobOutcome) error {
+	if !JobFinished(o.State) {
+		return ErrInvalid
+	}
+	return CheckDocuments(o.Result)
 }
 
 // BadID reports an id both stores refuse (ErrInvalid): ids are parts of

@@ -218,6 +218,18 @@ type Store interface {
 	// before now, oldest lease first: calls whose process died between
 	// reserve and settle. Reconciliation refunds them.
 	ExpiredReservations(ctx context.Context, now time.Time, limit int) ([]ReservationRef, error)
+	// ExtendReservation holds a reservation still reserved until at least
+	// until: its lease then ends no earlier than until, so the sweep
+	// (RefundExpired) leaves it while the web job that starts with it runs
+	// and bills. A lease already longer stays. ErrRefunded when it was
+	// refunded (the sweep got there first), ErrSettled when settled,
+	// ErrNotFound when there is none.
+	ExtendReservation(ctx context.Context, accountID, requestID string, until time.Time) error
+	// RefundExpired is Refund for the sweep: it refunds a reservation only
+	// while its lease ended at or before now (the lease ExtendReservation
+	// set, if any), else ErrLeaseHeld; in one conditional write, so a job
+	// that extends the lease after the sweep listed it keeps its charge.
+	RefundExpired(ctx context.Context, accountID, requestID string, now time.Time) (int64, error)
 }
 
 // ReservationLease is how long a reservation may stay "reserved": far
@@ -253,6 +265,9 @@ var (
 	// ErrRefunded: the reservation was refunded (by the call's failure or
 	// by reconciliation); it cannot be settled any more.
 	ErrRefunded = errors.New("store: the reservation was refunded")
+	// ErrLeaseHeld: RefundExpired of a reservation whose lease has not
+	// ended (a web job extended it): it is not refunded.
+	ErrLeaseHeld = errors.New("store: the reservation's lease has not ended")
 	// ErrContended: too many writers on one record at once (optimistic
 	// retries exhausted, or the database throttling that hot item). The
 	// store is up; the caller refuses rather than proceeds uncounted.

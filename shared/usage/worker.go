@@ -225,9 +225,11 @@ const sweepBatch = 100
 // settle waiting there must land before its lease is swept), then refunds
 // every reservation whose lease ended with no success recorded (its
 // process died between reserve and settle). Refunds are conditional, so
-// overlapping sweeps refund each reservation once; an item that fails is
-// logged and the sweep goes on. It returns the refunds it wrote (a refund
-// another sweep wrote first may count in both).
+// overlapping sweeps refund each reservation once, and only while the
+// lease is still over (store.RefundExpired): a web job that started since
+// the listing holds its reservation (ExtendReservation) and keeps it. An
+// item that fails is logged and the sweep goes on. It returns the refunds
+// it wrote (a refund another sweep wrote first may count in both).
 func (w *Worker) Sweep(ctx context.Context) (refunded int, err error) {
 	var errs []error
 	if w.Outbox != nil {
@@ -237,7 +239,8 @@ func (w *Worker) Sweep(ctx context.Context) (refunded int, err error) {
 	}
 	seen := map[string]bool{}
 	for ctx.Err() == nil {
-		expired, err := w.Store.ExpiredReservations(ctx, w.now(), sweepBatch)
+		now := w.now()
+		expired, err := w.Store.ExpiredReservations(ctx, now, sweepBatch)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("list expired reservations: %w", err))
 			break
@@ -249,12 +252,13 @@ func (w *Worker) Sweep(ctx context.Context) (refunded int, err error) {
 			}
 			seen[r.RequestID] = true
 			fresh++
-			_, err := w.Store.Refund(ctx, r.AccountID, r.RequestID)
+			_, err := w.Store.RefundExpired(ctx, r.AccountID, r.RequestID, now)
 			switch {
 			case err == nil:
 				refunded++
 				w.logger().Info("expired reservation refunded", "request_id", r.RequestID, "lease_until", r.LeaseUntil)
-			case errors.Is(err, store.ErrSettled), errors.Is(err, store.ErrRefunded), errors.Is(err, store.ErrNotFound):
+			case errors.Is(err, store.ErrSettled), errors.Is(err, store.ErrRefunded), errors.Is(err, store.ErrNotFound),
+				errors.Is(err, store.ErrLeaseHeld):
 			default:
 				w.logger().Error("expired reservation not refunded", "request_id", r.RequestID, "error", err.Error())
 				errs = append(errs, err)

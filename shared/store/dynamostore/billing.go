@@ -274,6 +274,71 @@ func (s *Store) Settle(ctx context.Context, accountID, requestID string) error {
 // returns the balance without a second entry; a settled one is
 // store.ErrSettled.
 func (s *Store) Refund(ctx context.Context, accountID, requestID string) (int64, error) {
+	return s.refund(ctx, accountID, requestID, time.Time{})
+}
+
+// RefundExpired is Refund with one more condition on the reservation's
+// write: no web job holds it past now (held_until_ns, which
+// ExtendReservation sets). The sweep's relisting moves only lease_sk, so
+// a reservation relisted because its refund kept failing is still
+// refunded.
+func (s *Store) RefundExpired(ctx context.Context, accountID, requestID string, now time.Time) (int64, error) {
+	if now.IsZero() {
+		return 0, store.ErrInvalid
+	}
+	return s.refund(ctx, accountID, requestID, now)
+}
+
+// ExtendReservation is one conditional UpdateItem: a reservation still
+// reserved and not held as long already gets held_until_ns = until and
+// its LeaseIndex entry moved to until, so the sweep does not list it
+// before then. until is far ahead of every shard's mark (a mark never
+// passes an entry whose lease ends later than now + ReservationLease -
+// markMargin, and a job holds its reservation longer than that).
+func (s *Store) ExtendReservation(ctx context.Context, accountID, requestID string, until time.Time) error {
+	leasePK := leaseShard(requestID)
+	in := &dynamodb.UpdateItemInput{
+		TableName:                s.table,
+		Key:                      itemKey(accountPK(accountID), pfxReq+requestID),
+		ConditionExpression:      aws.String("#status = :reserved AND (attribute_not_exists(held_until_ns) OR held_until_ns < :until)"),
+		UpdateExpression:         aws.String("SET held_until_ns = :until, lease_pk = :lpk, lease_sk = :lsk"),
+		ExpressionAttributeNames: statusName,
+		ExpressionAttributeValues: vals{":reserved": str(resReserved), ":until": num(until.UnixNano()),
+			":lpk": str(leasePK), ":lsk": str(leaseSK(ceilSeconds(until), accountID, requestID))},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	for attempt := 0; ; attempt++ {
+		_, err := s.db.UpdateItem(ctx, in)
+		if err == nil {
+			return nil
+		}
+		if bad, old := condFailed(err); bad {
+			r, err := decode[reservationItem](old)
+			switch {
+			case err != nil:
+				return err
+			case r == nil || r.expired(s.now()):
+				return store.ErrNotFound
+			case r.Status == resSettled:
+				return store.ErrSettled
+			case r.Status == resRefunded:
+				return store.ErrRefunded
+			case r.Status == resReserved:
+				return nil // held at least as long already
+			}
+			return fmt.Errorf("dynamostore: reservation in state %q", r.Status)
+		}
+		if !conflict(err) && !throttled(err) {
+			return fmt.Errorf("dynamostore: extend reservation: %w", err)
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return err
+		}
+	}
+}
+
+// refund is Refund, or with a non-zero expiredBy RefundExpired.
+func (s *Store) refund(ctx context.Context, accountID, requestID string, expiredBy time.Time) (int64, error) {
 	pk, resSK := accountPK(accountID), pfxReq+requestID
 	found, err := s.getMany(ctx, ref(pk, resSK), ref(pk, skAccount))
 	if err != nil {
@@ -308,6 +373,8 @@ func (s *Store) Refund(ctx context.Context, accountID, requestID string) (int64,
 			return a.Balance, nil
 		case r.Status == resSettled:
 			return 0, store.ErrSettled
+		case !expiredBy.IsZero() && r.HeldUntilNS > expiredBy.UnixNano():
+			return 0, store.ErrLeaseHeld
 		}
 		entryID, after := store.NewEntryID(), a.Balance+r.Cost
 		entry, err := marshal(ledgerItem{
@@ -321,10 +388,15 @@ func (s *Store) Refund(ctx context.Context, accountID, requestID string) (int64,
 		// key item when the account carries none (a key no longer active,
 		// or one from before budgets moved to the account).
 		w := newWalletWrite(a).balance(after, now, 0)
+		resCond, resVals := "#status = :reserved", vals{":reserved": str(resReserved), ":refunded": str(resRefunded),
+			":entry": str(entryID), ":exp": num(now.Add(ReservationRetention).Unix())}
+		if !expiredBy.IsZero() {
+			resCond += " AND (attribute_not_exists(held_until_ns) OR held_until_ns <= :by)"
+			resVals[":by"] = num(expiredBy.UnixNano())
+		}
 		items := []types.TransactWriteItem{
-			update(s, pk, resSK, "#status = :reserved", "SET #status = :refunded, refund_entry = :entry, expires_at = :exp REMOVE lease_pk, lease_sk",
-				statusName, vals{":reserved": str(resReserved), ":refunded": str(resRefunded), ":entry": str(entryID),
-					":exp": num(now.Add(ReservationRetention).Unix())}),
+			update(s, pk, resSK, resCond, "SET #status = :refunded, refund_entry = :entry, expires_at = :exp REMOVE lease_pk, lease_sk",
+				statusName, resVals),
 			{}, // the account, below
 			putNew(s, entry),
 		}

@@ -19,7 +19,8 @@
 //	reservation  acct#<account id>     req#<request>  status reserved|settled|refunded, cost N, key_id,
 //	                                                  key_prefix, endpoint, debit_entry, refund_entry,
 //	                                                  created_at, expires_at N (final states only),
-//	                                                  lease_pk S, lease_sk S (reserved only: LeaseIndex)
+//	                                                  lease_pk S, lease_sk S (reserved only: LeaseIndex),
+//	                                                  held_until_ns N (a web job's extended lease)
 //	usage mark   usage#<request id>    usage          expires_at N (a request counted: outcomes.go)
 //	outcomes     outcomes#<minute>     <platform>     requests N, errors N, h0..hN N, expires_at N
 //	acct usage   acctusage#<account>   <YYYY-MM-DD>#<endpoint>  calls N, credits N, errors N, expires_at N
@@ -251,6 +252,10 @@ type reservationItem struct {
 	// Only while reserved: the keys of LeaseIndex (see leaseKeys).
 	LeasePK string `dynamodbav:"lease_pk,omitempty"`
 	LeaseSK string `dynamodbav:"lease_sk,omitempty"`
+	// HeldUntilNS: the end of the lease a web job extended it to
+	// (ExtendReservation), Unix nanoseconds; RefundExpired refuses before
+	// it. 0: never extended.
+	HeldUntilNS int64 `dynamodbav:"held_until_ns,omitempty"`
 }
 
 // expired: DynamoDB TTL would delete it; treat it as gone.

@@ -998,20 +998,28 @@ func (s *Store) FinishJob(ctx context.Context, accountID, id, state string, stat
 }
 
 // MarkJobBilled is one UpdateItem on the job.
-func (s *Store) MarkJobBilled(ctx context.Context, accountID, id string, result []byte) error {
-	if err := store.CheckDocuments(result); err != nil {
-		return err
-	}
+func (s *Store) MarkJobBilled(ctx context.Context, accountID, id string, replaced *store.JobOutcome) error {
 	upd := "SET #billed = :true"
 	n := names("billed")
 	v := vals{":true": &types.AttributeValueMemberBOOL{Value: true}, ":now": num(s.now().UnixNano())}
-	if result != nil {
-		packed, err := pack(result)
-		if err != nil {
+	if replaced != nil {
+		if err := store.CheckOutcome(*replaced); err != nil {
 			return err
 		}
-		upd += ", #result = :result"
-		n["#result"], v[":result"] = "result", binary(packed)
+		upd += ", #state = :state, #http_status = :status"
+		n["#state"], n["#http_status"] = "state", "http_status"
+		v[":state"], v[":status"] = str(replaced.State), num(int64(replaced.Status))
+		if replaced.Result != nil {
+			packed, err := pack(replaced.Result)
+			if err != nil {
+				return err
+			}
+			upd += ", #result = :result"
+			n["#result"], v[":result"] = "result", binary(packed)
+		} else {
+			upd += " REMOVE #result"
+			n["#result"] = "result"
+		}
 	}
 	n["#expires_at_ns"] = "expires_at_ns"
 	_, ok, err := s.jobUpdate(ctx, accountID, id, "attribute_exists(pk) AND #expires_at_ns > :now", upd, n, v)

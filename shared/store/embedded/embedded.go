@@ -105,8 +105,9 @@ type reservation struct {
 	DebitEntry  string
 	RefundEntry string
 	CreatedAt   time.Time
-	// LeaseUntil: CreatedAt + store.ReservationLease. While the reservation
-	// is reserved, bLeases holds leaseKey(LeaseUntil, ...) for it.
+	// LeaseUntil: CreatedAt + store.ReservationLease, or later once a web
+	// job extended it (ExtendReservation). While the reservation is
+	// reserved, bLeases holds leaseKey(LeaseUntil, ...) for it.
 	LeaseUntil time.Time
 }
 
@@ -564,6 +565,49 @@ func (s *Store) Settle(ctx context.Context, accountID, requestID string) error {
 }
 
 func (s *Store) Refund(ctx context.Context, accountID, requestID string) (int64, error) {
+	return s.refund(ctx, accountID, requestID, time.Time{})
+}
+
+// RefundExpired refunds only a reservation whose lease ended by now; the
+// check and the refund are one transaction.
+func (s *Store) RefundExpired(ctx context.Context, accountID, requestID string, now time.Time) (int64, error) {
+	if now.IsZero() {
+		return 0, store.ErrInvalid
+	}
+	return s.refund(ctx, accountID, requestID, now)
+}
+
+// ExtendReservation moves a reserved reservation's lease (and its bLeases
+// key) to until, unless it already ends later.
+func (s *Store) ExtendReservation(ctx context.Context, accountID, requestID string, until time.Time) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		key := join(accountID, requestID)
+		r, err := get[reservation](tx.Bucket(bReservations), key)
+		if err != nil {
+			return err
+		}
+		switch r.Status {
+		case "settled":
+			return store.ErrSettled
+		case "refunded":
+			return store.ErrRefunded
+		}
+		if !until.After(r.LeaseUntil) {
+			return nil
+		}
+		if err := endLease(tx, r); err != nil {
+			return err
+		}
+		r.LeaseUntil = until.UTC()
+		if err := tx.Bucket(bLeases).Put(leaseKey(r.LeaseUntil, accountID, requestID), []byte{}); err != nil {
+			return err
+		}
+		return put(tx.Bucket(bReservations), key, r)
+	})
+}
+
+// refund is Refund, or with a non-zero expiredBy RefundExpired.
+func (s *Store) refund(ctx context.Context, accountID, requestID string, expiredBy time.Time) (int64, error) {
 	var balance int64
 	err := s.updateKeys(ctx, func(tx *bolt.Tx) error {
 		key := join(accountID, requestID)
@@ -581,6 +625,9 @@ func (s *Store) Refund(ctx context.Context, accountID, requestID string) (int64,
 			return nil
 		case "settled":
 			return store.ErrSettled
+		}
+		if !expiredBy.IsZero() && r.LeaseUntil.After(expiredBy) {
+			return store.ErrLeaseHeld
 		}
 		k, err := get[store.Key](tx.Bucket(bKeys), join(accountID, r.KeyID))
 		if err != nil {

@@ -484,18 +484,81 @@ func (s *Store) FinishJob(ctx context.Context, accountID, id, state string, stat
 	})
 }
 
-func (s *Store) MarkJobBilled(ctx context.Context, accountID, id string, result []byte) error {
-	if err := store.CheckDocuments(result); err != nil {
-		return err
+func (s *Store) MarkJobBilled(ctx context.Context, accountID, id string, replaced *store.JobOutcome) error {
+	if replaced != nil {
+		if err := store.CheckOutcome(*replaced); err != nil {
+			return err
+		}
 	}
 	_, err := s.changeJob(ctx, accountID, id, s.now(), func(j *store.Job) bool {
 		j.Billed = true
-		if result != nil {
-			j.Result = result
+		if replaced != nil {
+			j.State, j.Status, j.Result = replaced.State, replaced.Status, replaced.Result
 		}
 		return true
 	})
 	return err
+}
+
+// bJobSlots holds each account's open web jobs: account id -> job id ->
+// the end of its slot's lease.
+var bJobSlots = []byte("jobslots")
+
+// TakeJobSlot counts and takes in one bbolt transaction: exact, as every
+// write transaction runs alone. Lapsed slots are dropped as it goes.
+func (s *Store) TakeJobSlot(ctx context.Context, accountID, id string, now, until time.Time, max int) error {
+	if store.BadID(accountID) || store.BadID(id) || max <= 0 {
+		return store.ErrInvalid
+	}
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bJobSlots)
+		if err != nil {
+			return err
+		}
+		slots := map[string]time.Time{}
+		if raw := b.Get([]byte(accountID)); raw != nil {
+			if err := json.Unmarshal(raw, &slots); err != nil {
+				return err
+			}
+		}
+		for job, end := range slots {
+			if !end.After(now) {
+				delete(slots, job)
+			}
+		}
+		if _, held := slots[id]; !held && len(slots) >= max {
+			return store.ErrJobQueueFull
+		}
+		if until.After(slots[id]) {
+			slots[id] = until.UTC()
+		}
+		return put(b, []byte(accountID), slots)
+	})
+}
+
+func (s *Store) ReleaseJobSlot(ctx context.Context, accountID, id string) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bJobSlots)
+		if b == nil {
+			return nil
+		}
+		raw := b.Get([]byte(accountID))
+		if raw == nil {
+			return nil
+		}
+		slots := map[string]time.Time{}
+		if err := json.Unmarshal(raw, &slots); err != nil {
+			return err
+		}
+		if _, held := slots[id]; !held {
+			return nil
+		}
+		delete(slots, id)
+		if len(slots) == 0 {
+			return b.Delete([]byte(accountID))
+		}
+		return put(b, []byte(accountID), slots)
+	})
 }
 
 var _ store.Jobs = (*Store)(nil)

@@ -1003,13 +1003,20 @@ func testJobs(t *testing.T, s store.Store) {
 	want.Billed = true
 	got, _ = js.Job(ctx, a.ID, j.ID, fin)
 	sameJob(t, "billed", got, want)
-	replaced := []byte(`{"success":true,"data":{"profiles":[]},"credits_used":0}`)
-	if err := js.MarkJobBilled(ctx, a.ID, j.ID, replaced); err != nil {
+	replaced := []byte(`{"success":false,"error":{"type":"INTERNAL_ERROR"},"credits_used":0}`)
+	if err := js.MarkJobBilled(ctx, a.ID, j.ID, &store.JobOutcome{State: store.JobFailed, Status: 500, Result: replaced}); err != nil {
 		t.Fatal(err)
 	}
-	want.Result = replaced
+	want.State, want.Status, want.Result = store.JobFailed, 500, replaced
 	got, _ = js.Job(ctx, a.ID, j.ID, fin)
-	sameJob(t, "billed with a replaced envelope", got, want)
+	sameJob(t, "billed with a replaced outcome", got, want)
+	for _, st := range []string{store.JobQueued, store.JobRunning, ""} {
+		if err := js.MarkJobBilled(ctx, a.ID, j.ID, &store.JobOutcome{State: st, Status: 200}); !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("an outcome %q: %v", st, err)
+		}
+	}
+	got, _ = js.Job(ctx, a.ID, j.ID, fin)
+	sameJob(t, "refused replacements change nothing", got, want)
 	if err := js.MarkJobBilled(ctx, a.ID, "job_missing", nil); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a missing job billed: %v", err)
 	}
@@ -1075,7 +1082,7 @@ func testJobDocuments(t *testing.T, s store.Store) {
 		if !bytes.Equal(done.Result, doc) || !bytes.Equal(got.Result, doc) || got.Result == nil {
 			t.Errorf("%s: %d and %d bytes back of %d", name, len(done.Result), len(got.Result), len(doc))
 		}
-		if err := js.MarkJobBilled(ctx, a.ID, j.ID, random); err != nil {
+		if err := js.MarkJobBilled(ctx, a.ID, j.ID, &store.JobOutcome{State: store.JobSucceeded, Status: 200, Result: random}); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := js.Job(ctx, a.ID, j.ID, now); !bytes.Equal(got.Result, random) || !got.Billed {
@@ -1086,7 +1093,7 @@ func testJobDocuments(t *testing.T, s store.Store) {
 	if err := js.CreateJob(ctx, j); err != nil {
 		t.Fatal(err)
 	}
-	if err := js.MarkJobBilled(ctx, a.ID, j.ID, make([]byte, store.MaxDocumentBytes+1)); !errors.Is(err, store.ErrInvalid) {
+	if err := js.MarkJobBilled(ctx, a.ID, j.ID, &store.JobOutcome{State: store.JobSucceeded, Status: 200, Result: make([]byte, store.MaxDocumentBytes+1)}); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("a replacement over MaxDocumentBytes: %v", err)
 	}
 }
