@@ -464,7 +464,7 @@ func runReport(args []string) error {
 	}
 	m.table([]string{"Request", "Store", "ns/op (mean)", "p50", "p99", "B/op", "allocs/op"}, rows1)
 	m.p("The embedded store keeps per-key limits in memory (one process holds its file) and writes cache entries in " +
-		"grouped commits (bbolt `Batch`, at most 1 ms apart) before the answer is sent, so a cache hit and a 400 read bbolt and write nothing: the disk and tmpfs rows differ only by the paid " +
+		"grouped commits (bbolt `Batch`, with no added wait) before the answer is sent, so a cache hit and a 400 read bbolt and write nothing: the disk and tmpfs rows differ only by the paid " +
 		"call's money writes, which stay durable (an fsync each on disk). The 401 (no key) touches no store. A cache hit reads its entry " +
 		"in a binary form (times, then the data as stored), in line rather than in a goroutine of its own, and from memory until a cache " +
 		"entry is written; answers the key lookup from memory until a key is written (every transaction that writes a key, or a cache " +

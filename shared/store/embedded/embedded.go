@@ -60,9 +60,10 @@ func Open(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded store: %w (is another make run using %s?)", err, dir)
 	}
-	// A cache write lands before its answer is sent: a lone one waits this
-	// long for others to share its commit (bbolt Batch), not bbolt's 10 ms.
-	db.MaxBatchDelay = time.Millisecond
+	// A cache write lands before its answer is sent: writes that arrive
+	// together share a commit (bbolt Batch), but a lone one waits for no
+	// company (bbolt's 10 ms default; any timer here costs a millisecond).
+	db.MaxBatchDelay = 0
 	err = db.Update(func(tx *bolt.Tx) error {
 		leased := tx.Bucket(bLeases) != nil
 		for _, b := range [][]byte{bAccounts, bConsole, bKeys, bKeyHash, bLedger, bReservations, bLeases, bCache, bIdempotency,
