@@ -591,8 +591,8 @@ var costWhy = map[string]string{
 		"spec 8 has it take a slot and free it (two writes of the key's record, $1.25); reading the cached entry is $0.06. That is " +
 		"$2.51 before the Lambda's duration and before the hit is counted anywhere. Counting it adds its usage event's SQS send ($0.40) " +
 		"and the worker's count-once mark and share of the batch's counters (1.2 WRU, $0.75). A hit that held no slot needs the " +
-		"cache's answer before admission, which puts a round trip ahead of every uncached call (the paid call would take 4, over its " +
-		"target of 3); usage events sent in tens would have to wait across invocations in a Lambda instance that may be frozen or " +
+		"cache's answer before admission, which puts a round trip ahead of every uncached call (the paid call would take 5, over its " +
+		"target of 4); usage events sent in tens would have to wait across invocations in a Lambda instance that may be frozen or " +
 		"recycled, losing them.",
 	batchKind: "The items enter (authentication and admission) with one write, are reserved with one transaction (the account with " +
 		"the key's budget, and each item's debit entry, reservation and LeaseIndex entry) and free their slots with one write once the batch has " +
