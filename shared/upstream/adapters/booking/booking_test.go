@@ -364,6 +364,38 @@ func TestSearchHotels(t *testing.T) {
 	wantWarnings(t, data)
 }
 
+// The site sends its orders as a list of Sorter objects, one option each
+// (the format of a FullSearch answer captured in 2024, see ARCHITECTURE.md
+// "Format provenance"), with its results' reviewScore alias, no distance
+// and no rates when the page shows none: all of it is read.
+func TestSearchHotelsSorterList(t *testing.T) {
+	u := direct(t)
+	data := u.Data(t, booking.SearchHotelsEndpoint, "destination_id=-2173088&"+stay, "search-hotels-porto-sorter-list")
+	if data["count"] != 2.0 || data["total"] != 2.0 || data["has_more"] != false {
+		t.Fatalf("list fields %v", data)
+	}
+	sorts := data["sorts"].([]any)
+	if len(sorts) != 3 {
+		t.Fatalf("sorts %v", sorts)
+	}
+	if first := sorts[0].(map[string]any); first["id"] != "popularity" || first["name"] != "Our top picks" || first["active"] != true {
+		t.Fatalf("first sort %v", first)
+	}
+	if second := sorts[1].(map[string]any); second["id"] != "price" || second["active"] != false {
+		t.Fatalf("second sort %v", second)
+	}
+	items := adaptertest.Items(t, data)
+	if casa := items[0]; casa["id"] != "7700101" || casa["rating"] != 8.6 || casa["review_count"] != 731.0 ||
+		casa["url"] != "https://www.booking.com/hotel/pt/casa-da-ribeira-porto.html" || casa["distance_to_centre_km"] != nil ||
+		casa["price"] != nil || casa["breakfast_included"] != nil || casa["accommodation_type"] != "Hotel" {
+		t.Fatalf("first item %v", casa)
+	}
+	if unreviewed := items[1]; unreviewed["rating"] != nil || unreviewed["review_count"] != 0.0 || unreviewed["accommodation_type"] != "Bed and breakfast" {
+		t.Fatalf("second item %v", unreviewed)
+	}
+	wantWarnings(t, data)
+}
+
 func TestSearchHotelsParameters(t *testing.T) {
 	u := direct(t)
 	data := u.Data(t, booking.SearchHotelsEndpoint, "destination_id=-2167973&"+stay+"&page=2&sort=price&currency=USD&children_ages=4", "search-hotels-page2")

@@ -46,17 +46,46 @@ type srOutput struct {
 		CountryCode string          `json:"countryCode"`
 		UFI         json.RawMessage `json:"ufi"`
 	} `json:"destinationLocation"`
-	Sorters *struct {
-		Option []struct {
-			Name                  string `json:"name"`
-			Type                  string `json:"type"`
-			Selected              *bool  `json:"selected"`
-			IsSelected            *bool  `json:"isSelected"`
-			CaptionTranslationTag *struct {
-				Translation string `json:"translation"`
-			} `json:"captionTranslationTag"`
-		} `json:"option"`
-	} `json:"sorters"`
+	Sorters srSorters `json:"sorters"`
+}
+
+// srSorterOption is one order the results page offers.
+type srSorterOption struct {
+	Name                  string `json:"name"`
+	Type                  string `json:"type"`
+	Selected              *bool  `json:"selected"`
+	IsSelected            *bool  `json:"isSelected"`
+	CaptionTranslationTag *struct {
+		Translation string `json:"translation"`
+	} `json:"captionTranslationTag"`
+}
+
+// srSorters are the page's orders. The site sends a list of Sorter
+// objects, one option each ([{"option": {"type", "isSelected", …}}], as
+// captured from a FullSearch answer in 2024); an object holding a list of
+// options ({"option": [ … ]}) is read too. A shape neither reads leaves the
+// orders empty rather than failing the results they come with.
+type srSorters []srSorterOption
+
+func (s *srSorters) UnmarshalJSON(b []byte) error {
+	var list []struct {
+		Option *srSorterOption `json:"option"`
+	}
+	if json.Unmarshal(b, &list) == nil {
+		for _, l := range list {
+			if l.Option != nil {
+				*s = append(*s, *l.Option)
+			}
+		}
+		return nil
+	}
+	var grouped struct {
+		Option []srSorterOption `json:"option"`
+	}
+	if json.Unmarshal(b, &grouped) == nil {
+		*s = grouped.Option
+	}
+	return nil
 }
 
 type srReviews struct {
@@ -288,9 +317,9 @@ func (f fetcher) searchHotels(ctx context.Context, c *upstream.Call) (any, error
 	if dl := res.DestinationLocation; dl != nil && out.Destination.City == nil && d.Type == "city" && dl.Name != nil {
 		out.Destination.City = trimmed(dl.Name.Text)
 	}
-	if res.Sorters != nil {
+	if len(res.Sorters) > 0 {
 		applied := order == ""
-		for _, o := range res.Sorters.Option {
+		for _, o := range res.Sorters {
 			id := o.Name
 			if id == "" {
 				id = o.Type
