@@ -196,6 +196,18 @@ func TestChallenge(t *testing.T) {
 			<script>window._pxAppId = 'PXaBcDeFgH';</script><div class="message">Please wait</div></body></html>`,
 			"perimeterx block: _pxAppId on a near-empty page"},
 		{"amazon captcha", amazonCaptcha, "amazon captcha: validateCaptcha form"},
+		{"amazon continue-shopping captcha", `<!doctype html><html lang="en-us" class="a-no-js"><head><title dir="ltr">Amazon.com</title>
+			<script>var ue_sn = "opfcaptcha.amazon.com", ue_id = 'Q3ZB7HN0000000000000';</script></head><body>
+			<!-- To discuss automated access to Amazon data please contact api-services-support@amazon.com. -->
+			<div class="a-box a-alert a-alert-info a-spacing-base"><h4>Click the button below to continue shopping</h4></div>
+			<form method="get" action="/errors/validateCaptcha" name=""><input type=hidden name="amzn" value="Zm9vYmFy" />
+			<input type=hidden name="amzn-r" value="&#047;dp&#047;B0C0000000" /><input type=hidden name="field-keywords" value="KXWTPM" />
+			<button type="submit" class="a-button-text" alt="Continue shopping">Continue shopping</button></form></body></html>`,
+			"amazon captcha: validateCaptcha form"},
+		{"datadome interstitial", `<html lang="en"><head><title>shop.example</title></head><body style="margin:0"><p id="cmsg">Please enable JS and disable any ad blocker</p>
+			<script data-cfasync="false">var dd={'rt':'i','cid':'AHrlqAAAAAMA9x','hsh':'0A1B2C3D4E5F60718293A4B5C6D7E8','b':1234567,'s':40411,'e':'9f8e7d','qp':'','host':'geo.captcha-delivery.com','cookie':'xyz'}</script>
+			<script data-cfasync="false" src="https://ct.captcha-delivery.com/i.js"></script></body></html>`,
+			"datadome captcha: captcha-delivery.com dd script"},
 		{"amazon robot check title", `<html><head><title>Robot Check</title></head><body>` + productText + `</body></html>`,
 			"amazon captcha: title"},
 		{"akamai", akamaiDenied, "akamai block: Access Denied with a reference"},
