@@ -42,9 +42,17 @@ const (
 //   - Amazon: a form whose action contains validateCaptcha, the
 //     captchacharacters input, or title "Robot Check".
 //   - Akamai: title "Access Denied" with a "Reference #" (or an
-//     errors.edgesuite.net reference) in the text.
+//     errors.edgesuite.net reference) in the text. Bot Manager's
+//     challenges: the behavioural one's sec-if-cpt-container element
+//     ("Powered and protected by Akamai", press and hold), the crypto
+//     one's sec-cpt-if iframe, or a script or iframe under
+//     /_sec/cp_challenge/. Ordinary pages load Akamai's sensor script
+//     (/akam/…, an obfuscated first-party path) too, which does not count.
 //   - Distil/Imperva: title "Pardon Our Interruption" or the
-//     distilCaptchaForm; Incapsula: an iframe from /_Incapsula_Resource.
+//     distilCaptchaForm; Incapsula: an iframe from /_Incapsula_Resource,
+//     or "Incapsula incident ID" in an iframe's or noscript's fallback
+//     text; on a near-empty page also that text anywhere or a script from
+//     /_Incapsula_Resource (ordinary pages load that script too).
 //   - DDoS-Guard: title "DDoS-Guard".
 //   - Alibaba's slider captcha (the "punish" page of AliExpress, Taobao,
 //     1688, Lazada): the punish-component element; a script or iframe of
@@ -92,7 +100,9 @@ type signals struct {
 
 	cfChallenge, cfBlock string
 	dataDome, px, amazon string
+	akamai               string
 	distil, incapsula    string
+	incapsulaWeak        string // counts on a near-empty page only
 	alibaba, alibabaWeak string // alibabaWeak counts on a near-empty page only
 	widget               string
 	pxAppID              bool
@@ -181,6 +191,10 @@ func (s *signals) id(v string) {
 		set(&s.amazon, "captcha characters input")
 	case "distilCaptchaForm":
 		set(&s.distil, "distilCaptchaForm")
+	case "sec-if-cpt-container":
+		set(&s.akamai, "behavioural challenge container")
+	case "sec-cpt-if":
+		set(&s.akamai, "sec-cpt-if iframe")
 	case "nocaptcha", "nc_1_wrapper", "nc_1_n1z", "nc_1__scale_text":
 		set(&s.alibabaWeak, "nocaptcha slider")
 	}
@@ -208,8 +222,12 @@ func (s *signals) src(tag, v string) {
 		set(&s.alibaba, "punish page "+tag)
 	case tag == "iframe" && strings.Contains(u.Path, tmdPath):
 		set(&s.alibaba, "_____tmd_____ iframe")
+	case strings.Contains(u.Path, "/_sec/cp_challenge/"):
+		set(&s.akamai, "cp_challenge "+tag)
 	case tag == "iframe" && strings.Contains(u.Path, "_incapsula_resource"):
 		set(&s.incapsula, "_Incapsula_Resource iframe")
+	case strings.Contains(u.Path, "_incapsula_resource"):
+		set(&s.incapsulaWeak, "_Incapsula_Resource script")
 	case tag == "iframe" && isWidgetFrame(host, u.Path):
 		set(&s.widget, "captcha iframe")
 	}
@@ -246,6 +264,7 @@ var (
 	punishURL       = []byte("_____tmd_____/punish")
 	x5secdata       = []byte("x5secdata")
 	rgv587          = []byte("rgv587_flag")
+	incidentID      = []byte("Incapsula incident ID")
 )
 
 // tmdPath is the path under which Alibaba's anti-bot serves its punish
@@ -282,8 +301,17 @@ func (s *signals) text(z *html.Tokenizer, raw string) {
 		if bytes.Contains(t, punishURL) && bytes.Contains(t, x5secdata) {
 			set(&s.alibabaWeak, "punish URL script")
 		}
+	case "iframe", "noscript":
+		// The fallback text of a frame or noscript: not shown, but
+		// Imperva's block page says its incident there.
+		if bytes.Contains(z.Text(), incidentID) {
+			set(&s.incapsula, "incident ID")
+		}
 	case "", "textarea":
 		t := z.Text()
+		if bytes.Contains(t, incidentID) {
+			set(&s.incapsulaWeak, "incident ID")
+		}
 		for _, c := range t {
 			switch c {
 			case ' ', '\t', '\n', '\r', '\f':
@@ -331,12 +359,16 @@ func (s *signals) verdict(size int) (string, bool) {
 		return "amazon captcha: title", true
 	case title == "access denied" && s.reference:
 		return "akamai block: Access Denied with a reference", true
+	case s.akamai != "":
+		return "akamai challenge: " + s.akamai, true
 	case title == "pardon our interruption":
 		return "distil/imperva block: title", true
 	case s.distil != "":
 		return "distil/imperva block: " + s.distil, true
 	case s.incapsula != "":
 		return "incapsula block: " + s.incapsula, true
+	case tiny && s.incapsulaWeak != "":
+		return "incapsula block: " + s.incapsulaWeak + " on a near-empty page", true
 	case title == "ddos-guard":
 		return "ddos-guard challenge: title", true
 	case s.alibaba != "":

@@ -74,6 +74,70 @@ Reference&#32;&#35;18&#46;2f1e1d17&#46;1700000000&#46;3a4b5c6d
 </BODY>
 </HTML>`
 
+// akamaiBehavioural is Akamai Bot Manager's behavioural ("press and hold")
+// challenge, served with 200 in place of the page: an untitled page whose
+// hidden sec-if-cpt-container holds the tiles, the button and the
+// "Powered and protected by" Akamai logo, and a script that reloads once
+// the challenge's script has answered.
+const akamaiBehavioural = `<!DOCTYPE html>
+<html>
+<body><script type="text/javascript" src="/Qm7vTz/aX3kPl/9fRw2c/Ei1u"></script>
+<div id="sec-if-cpt-container" role="main" style="display: none">
+    <div class="behavioral-content">
+        <div id="sec-bc-text-container"></div>
+        <div id="sec-bc-tile-parent"><div id="sec-bc-tile-container"></div></div>
+        <div class="sec-bc-button-parent">
+            <div class="behavioral-button progress-btn-disabled">
+                <div class="btn" id="progress-button" role="button" tabindex="0" disabled></div>
+                <div class="progress"></div>
+            </div>
+        </div>
+        <div class="scf-akamai-logo-sec-abc">
+            <div class="scf-akamai-logo-msg"><p class="scf-akamai-protected-by">Powered and protected by</p></div>
+            <div class="scf-akamai-logo-img"><img src="https://www.akamai.com/site/en/images/logo/akamai-logo1.svg" class="scf-akamai-logo" alt="Akamai"></div>
+            <div class="akamai-privacy"><a href="https://www.akamai.com/privacy" target="_blank">Privacy</a></div>
+        </div>
+    </div>
+</div>
+<script type="text/javascript" src="https://www.shop.example/public/8c41a0e2f7d9?t=73920155"></script><script>
+    (function() {
+        var chlgeId = '';
+        var scripts = document.getElementsByTagName('script');
+        for (var i = 0; i < scripts.length; i++) {
+            if (scripts[i].src && scripts[i].src.match(/t=([^&#]*)/)) { chlgeId = scripts[i].src.match(/t=([^&#]*)/)[1]; }
+        }
+        var proxied = window.XMLHttpRequest.prototype.send;
+        window.XMLHttpRequest.prototype.send = function() {
+            var pointer = this;
+            var intervalId = window.setInterval(function() {
+                if (pointer.readyState === 4 && pointer.responseURL && pointer.responseURL.indexOf('t=' + chlgeId) > -1) {
+                    location.reload(true);
+                    clearInterval(intervalId);
+                }
+            }, 1);
+            return proxied.apply(this, [].slice.call(arguments));
+        };
+    })();
+</script>
+<script type="text/javascript" src="/Qm7vTz/aX3kPl/9fRw2c/Ei1u"></script></body>
+</html>`
+
+// akamaiCrypto is Bot Manager's proof-of-work challenge as a navigation
+// gets it (the same challenge answers an API call 428 with JSON): an
+// iframe with the base64 challenge, its wait and the cp_challenge page.
+const akamaiCrypto = `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Challenge Validation</title>
+<link rel="stylesheet" type="text/css" href="/_sec/cp_challenge/sec-cpt-4-5.css"></head><body>
+<script type="text/javascript" src="/_sec/cp_challenge/sec-cpt-4-5.js" async defer></script>
+<div id="sec-container"><div id="sec-text-container"><iframe title="Challenge Content" id="sec-cpt-if" provider="crypto" class="crypto"
+challenge="eyJ0b2tlbiI6IkFBUVNoYXJlZCIsInRpbWVzdGFtcCI6MTcwMDAwMDAwMCwibm9uY2UiOiI0ZjJhIiwiZGlmZmljdWx0eSI6NCwidGltZW91dCI6MTAwMDB9"
+data-key="" data-duration=5 src="/_sec/cp_challenge/ak-challenge-4-5.htm"></iframe></div></div></body></html>`
+
+// incapsulaNoscript is Imperva's block page in the form that loads its
+// resource as a script and says the incident in a noscript.
+const incapsulaNoscript = `<html><head><META NAME="robots" CONTENT="noindex,nofollow">
+<script src="/_Incapsula_Resource?SWJIYLWA=5074a744e2e3d891814e9a2dace20bd4,719d34d31c8e3a6e6fffd425f7e032f3"></script></head>
+<body><noscript>Request unsuccessful. Incapsula incident ID: 1234000560078901-234567890123456</noscript></body></html>`
+
 const incapsulaBlocked = `<html style="height:100%"><head><META NAME="ROBOTS" CONTENT="NOINDEX, NOFOLLOW">
 <meta name="format-detection" content="telephone=no"><meta name="viewport" content="initial-scale=1.0"></head>
 <body style="margin:0px;height:100%"><iframe id="main-iframe" src="/_Incapsula_Resource?CWUDNSAI=23&xinfo=5-1234-0&incident_id=123-456&edet=15" frameborder=0 width="100%" height="100%">Request unsuccessful. Incapsula incident ID: 123-456</iframe></body></html>`
@@ -132,13 +196,36 @@ func TestChallenge(t *testing.T) {
 			<script>window._pxAppId = 'PXaBcDeFgH';</script><div class="message">Please wait</div></body></html>`,
 			"perimeterx block: _pxAppId on a near-empty page"},
 		{"amazon captcha", amazonCaptcha, "amazon captcha: validateCaptcha form"},
+		{"amazon continue-shopping captcha", `<!doctype html><html lang="en-us" class="a-no-js"><head><title dir="ltr">Amazon.com</title>
+			<script>var ue_sn = "opfcaptcha.amazon.com", ue_id = 'Q3ZB7HN0000000000000';</script></head><body>
+			<!-- To discuss automated access to Amazon data please contact api-services-support@amazon.com. -->
+			<div class="a-box a-alert a-alert-info a-spacing-base"><h4>Click the button below to continue shopping</h4></div>
+			<form method="get" action="/errors/validateCaptcha" name=""><input type=hidden name="amzn" value="Zm9vYmFy" />
+			<input type=hidden name="amzn-r" value="&#047;dp&#047;B0C0000000" /><input type=hidden name="field-keywords" value="KXWTPM" />
+			<button type="submit" class="a-button-text" alt="Continue shopping">Continue shopping</button></form></body></html>`,
+			"amazon captcha: validateCaptcha form"},
+		{"datadome interstitial", `<html lang="en"><head><title>shop.example</title></head><body style="margin:0"><p id="cmsg">Please enable JS and disable any ad blocker</p>
+			<script data-cfasync="false">var dd={'rt':'i','cid':'AHrlqAAAAAMA9x','hsh':'0A1B2C3D4E5F60718293A4B5C6D7E8','b':1234567,'s':40411,'e':'9f8e7d','qp':'','host':'geo.captcha-delivery.com','cookie':'xyz'}</script>
+			<script data-cfasync="false" src="https://ct.captcha-delivery.com/i.js"></script></body></html>`,
+			"datadome captcha: captcha-delivery.com dd script"},
 		{"amazon robot check title", `<html><head><title>Robot Check</title></head><body>` + productText + `</body></html>`,
 			"amazon captcha: title"},
 		{"akamai", akamaiDenied, "akamai block: Access Denied with a reference"},
+		{"akamai behavioural challenge", akamaiBehavioural, "akamai challenge: behavioural challenge container"},
+		{"akamai crypto challenge", akamaiCrypto, "akamai challenge: cp_challenge script"},
+		{"akamai crypto challenge iframe", `<html><body><iframe id="sec-cpt-if" provider="crypto" data-duration=5></iframe></body></html>`, "akamai challenge: sec-cpt-if iframe"},
+		{"akamai cp_challenge script", `<html><head><title>shop.example</title></head><body>` + productText +
+			`<script src="https://www.shop.example/_sec/cp_challenge/sec-cpt-4-5.js"></script></body></html>`,
+			"akamai challenge: cp_challenge script"},
 		{"distil", `<!DOCTYPE html><html><head><title>Pardon Our Interruption</title></head><body><div class="container">
 			<h1>Pardon Our Interruption...</h1><p>As you were browsing something about your browser made us think you were a bot.</p></div></body></html>`,
 			"distil/imperva block: title"},
 		{"incapsula", incapsulaBlocked, "incapsula block: _Incapsula_Resource iframe"},
+		{"incapsula script and noscript incident", incapsulaNoscript, "incapsula block: incident ID"},
+		{"incapsula script on a near-empty page", `<html><head><script src="/_Incapsula_Resource?SWJIYLWA=5074a744e2e3d891"></script></head><body></body></html>`,
+			"incapsula block: _Incapsula_Resource script on a near-empty page"},
+		{"incapsula incident text on a near-empty page", `<html><body><p>Request unsuccessful. Incapsula incident ID: 1234000560078901-234567890123456</p></body></html>`,
+			"incapsula block: incident ID on a near-empty page"},
 		{"ddos-guard", `<html><head><title>DDoS-Guard</title></head><body><div id="ddg-l"></div></body></html>`, "ddos-guard challenge: title"},
 		{"recaptcha interstitial", recaptchaInterstitial, "captcha page: g-recaptcha widget on a near-empty page"},
 		{"hcaptcha interstitial", `<html><head><title>Verify</title></head><body><p>Verify you are human.</p>
@@ -222,6 +309,13 @@ func TestChallengeLookAlikes(t *testing.T) {
 		"product titled like the captcha page": `<html><head><title>Captcha Interception Kit</title></head><body>` + productText + `</body></html>`,
 		"punish URL in a data script": `<html><head><title>Usb C Cable</title></head><body><div id="root"></div>
 			<script type="application/json">{"redirect":"/_____tmd_____/punish?x5secdata=abc"}</script></body></html>`,
+		"akamai sensor on an ordinary page": `<html><head><title>Trail Runner 3</title>
+			<script type="text/javascript" src="/Qm7vTz/aX3kPl/9fRw2c/Ei1u"></script><script src="/akam/13/6b1f2e3d" defer></script></head><body>` + productText +
+			`<footer><p>Powered and protected by Akamai</p></footer><noscript><img src="/akam/13/pixel_6b1f2e3d?a=dD0x" style="visibility: hidden; position: absolute; left: -999px; top: -999px;" /></noscript></body></html>`,
+		"incapsula script on an ordinary page": `<html><head><title>Trail Runner 3</title>
+			<script src="/_Incapsula_Resource?SWJIYLWA=5074a744e2e3d891&ns=2&cb=1162649131" async></script></head><body>` + productText + `</body></html>`,
+		"article naming an Incapsula incident": `<html><head><title>Reading WAF errors</title></head><body>` + productText +
+			`<p>The page said "Request unsuccessful. Incapsula incident ID: 123-456".</p></body></html>`,
 		"empty page":   ``,
 		"text only":    `just some text`,
 		"Next.js page": nextProductPage,
