@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -106,7 +108,7 @@ var eventKeys = []string{
 // scan is what the page's data says about one event.
 type scan struct {
 	id string
-	// ev merges the event's parts: the first non-null value of each field.
+	// ev merges the event's parts field by field (mergeValue).
 	ev map[string]any
 	// Host lists, every part's (they are merged by host id).
 	guestHosts, meetHosts [][]any
@@ -212,8 +214,10 @@ func (s *scan) walk(v any, key string) {
 				s.timings = append(s.timings, t)
 			}
 		}
-		for k, e := range t {
-			s.walk(e, k)
+		// Members in a fixed order, so that where two parts disagree the
+		// same one stands on every run.
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			s.walk(t[k], k)
 		}
 	}
 }
@@ -227,8 +231,8 @@ func hasAny(m map[string]any, keys []string) bool {
 	return false
 }
 
-// merge adds a part's fields: the first non-null value of a field wins,
-// host lists are kept for merging by id.
+// merge adds a part's fields, folding each into what earlier parts gave
+// (see mergeValue); host lists are kept for merging by id.
 func (s *scan) merge(part map[string]any) {
 	for k, v := range part {
 		switch k {
@@ -243,10 +247,43 @@ func (s *scan) merge(part map[string]any) {
 			}
 			continue
 		}
-		if cur, ok := s.ev[k]; !ok || cur == nil {
-			s.ev[k] = v
+		s.ev[k] = mergeValue(s.ev[k], v)
+	}
+}
+
+// mergeValue folds a later copy of a field into the earlier one. Pages
+// repeat an object across payloads, a stub first (event_place with only
+// name and id) and the full copy later, so objects merge member by member
+// at every depth; null, a blank string or an empty list gives way to a
+// value; otherwise the earlier value stands. It builds new maps and never
+// changes the page's decoded data.
+func mergeValue(cur, next any) any {
+	switch c := cur.(type) {
+	case nil:
+		return next
+	case map[string]any:
+		n, ok := next.(map[string]any)
+		if !ok {
+			return cur
+		}
+		out := make(map[string]any, len(c)+len(n))
+		for k, v := range c {
+			out[k] = v
+		}
+		for k, v := range n {
+			out[k] = mergeValue(out[k], v)
+		}
+		return out
+	case string:
+		if strings.TrimSpace(c) == "" && next != nil {
+			return next
+		}
+	case []any:
+		if n, ok := next.([]any); ok && len(c) == 0 {
+			return n
 		}
 	}
+	return cur
 }
 
 // event maps the merged parts to the spec's shape.

@@ -207,6 +207,24 @@ func TestEventLegacyInline(t *testing.T) {
 	}
 }
 
+// The page repeats the place: a stub (name, id) in the header query, the
+// full place with street, city and coordinates in a later payload. The
+// copies merge field by field, as do the creator's (the first has no id).
+func TestEventPlaceStubThenFull(t *testing.T) {
+	e := direct(t).Data(t, eventEndpoint, "id=6123456789012345", "event-place-stub")
+	loc := obj(t, e["location"])
+	if loc["name"] != "Millbrook Exchange Hall" || loc["address"] != "48 Foundry Lane" || loc["city"] != "Hereford, United Kingdom" ||
+		loc["latitude"] != 52.0571 || loc["longitude"] != -2.7163 {
+		t.Errorf("location %v", loc)
+	}
+	if c := obj(t, e["creator"]); c["id"] != "104455667788990" || c["name"] != "Millbrook Cider Society" || c["type"] != "Page" {
+		t.Errorf("creator %v", c)
+	}
+	if e["starts_at"] != "2026-10-10T09:00:00Z" || e["ends_at"] != "2026-10-10T16:00:00Z" || e["attendance_count"] != 742.0 {
+		t.Errorf("event %v", e)
+	}
+}
+
 // Every URL form of one event fetches its canonical page.
 func TestEventByURL(t *testing.T) {
 	u := direct(t)

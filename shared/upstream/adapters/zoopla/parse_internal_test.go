@@ -127,3 +127,38 @@ func TestPick(t *testing.T) {
 		t.Fatal("a suggestion without identifier was picked")
 	}
 }
+
+// A priceDrop states a drop only by a value in it; GraphQL's meta members
+// are no value.
+func TestPriceDropStates(t *testing.T) {
+	for raw, want := range map[string]any{
+		`{"listingId":"1"}`:                  nil,
+		`{"listingId":"1","priceDrop":null}`: false,
+		`{"listingId":"1","priceDrop":{"__typename":"PriceDrop","lastPriceChangeDate":"","percentageChangeLabel":null}}`: false,
+		`{"listingId":"1","priceDrop":{"__typename":"PriceDrop","lastPriceChangeDate":"","percentageChangeLabel":"4%"}}`: true,
+		`{"listingId":"1","priceDrop":{"__typename":"PriceDrop","change":{"__typename":"Change","percent":0}}}`:          false,
+		`{"listingId":"1","priceDrop":{"change":{"percent":4}}}`:                                                         true,
+		`{"listingId":"1","priceDrop":"12th Sep 2026"}`:                                                                  true,
+	} {
+		v, err := decodeLoose(json.RawMessage(raw), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, _ := mapListing(v.(map[string]any))
+		var got any
+		if l.PriceDrop != nil {
+			got = *l.PriceDrop
+		}
+		if got != want {
+			t.Errorf("%s: price_drop %v; want %v", raw, got, want)
+		}
+	}
+}
+
+// A branch object that names nothing is no agent.
+func TestEmptyBranchIsNoAgent(t *testing.T) {
+	v, _ := decodeLoose(json.RawMessage(`{"listingId":"1","branch":{"__typename":"Branch","name":null,"branchId":null,"phone":""}}`), false)
+	if l, _ := mapListing(v.(map[string]any)); l.Agent != nil {
+		t.Errorf("agent %+v", *l.Agent)
+	}
+}

@@ -479,12 +479,17 @@ func mapListing(m map[string]any) (Listing, bool) {
 	l.Bathrooms = feature(m, "bath")
 	l.LivingRooms = feature(m, "chair")
 	if b, ok := m["branch"].(map[string]any); ok {
-		l.Agent = &Agent{
+		a := Agent{
 			ID:      str(idOf(b["branchId"])),
 			Name:    strField(b, "name"),
 			Phone:   strField(b, "phone"),
 			LogoURL: absolute(textOf(b["logoUrl"])),
 			URL:     absolute(textOf(b["branchDetailsUri"])),
+		}
+		// A branch object that names nothing ({"__typename":"Branch"}) is
+		// no agent.
+		if a != (Agent{}) {
+			l.Agent = &a
 		}
 	}
 	l.ImageURL, l.Images = pictures(m)
@@ -509,29 +514,67 @@ func price(m map[string]any) *float64 {
 	return nil
 }
 
-// priceDrop reads priceDrop: null or an object with nothing in it is no
-// drop; one with a date or a percentage is a drop; absent is unknown.
+// priceDrop reads priceDrop: null, or an object that states nothing
+// ({"__typename":"PriceDrop","lastPriceChangeDate":"",…} on every
+// listing of 2022 pages), is no drop; one with a date or a percentage is a
+// drop; absent is unknown.
 func priceDrop(m map[string]any) *bool {
 	v, present := m["priceDrop"]
 	if !present {
 		return nil
 	}
-	drop := false
+	drop := stated(v)
+	return &drop
+}
+
+// stated reports whether a value says anything: a non-blank string, true,
+// a non-zero number, or a list or object holding one. GraphQL's meta
+// members (__typename, __isNode) name the schema's types and are never
+// data, so an object of them and empty fields states nothing.
+func stated(v any) bool {
 	switch x := v.(type) {
 	case string:
-		drop = strings.TrimSpace(x) != ""
+		return strings.TrimSpace(x) != ""
 	case bool:
-		drop = x
+		return x
+	case json.Number, float64:
+		f, ok := num(x)
+		return ok && f != 0
+	case []any:
+		return slices.ContainsFunc(x, stated)
 	case map[string]any:
-		for _, f := range x {
-			if s, ok := f.(string); ok && strings.TrimSpace(s) != "" {
-				drop = true
-			} else if f != nil && !ok {
-				drop = true
+		for k, f := range x {
+			if !isMeta(k) && stated(f) {
+				return true
 			}
 		}
 	}
-	return &drop
+	return false
+}
+
+// isMeta tells GraphQL's meta members (__typename, __isNode, …).
+func isMeta(key string) bool { return strings.HasPrefix(key, "__") }
+
+// withoutMeta is a copy of a passed-through value without GraphQL's meta
+// members at any depth.
+func withoutMeta(v any) any {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = withoutMeta(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if !isMeta(k) {
+				out[k] = withoutMeta(e)
+			}
+		}
+		return out
+	}
+	return v
 }
 
 // feature reads one of the little figures under a result,
@@ -629,17 +672,25 @@ func webURL(v string) *string {
 	return absolute(v)
 }
 
-// pictures are the listing's main image and its gallery's images.
+// pictures are the listing's main image and its gallery's images. 2022
+// pages had no gallery but otherPropertyImages, [{small, large, caption}]
+// without the main image, which then leads the list.
 func pictures(m map[string]any) (*string, []string) {
 	var main *string
 	if img, ok := m["image"].(map[string]any); ok {
 		main = webURL(textOf(img["src"]))
 	}
 	var images []string
-	if _, ok := m["gallery"].([]any); ok {
+	gallery, ok := m["gallery"].([]any)
+	if ok {
 		images = []string{}
+	} else if gallery, ok = m["otherPropertyImages"].([]any); ok {
+		images = []string{}
+		if main != nil {
+			images = append(images, *main)
+		}
 	}
-	for _, e := range asList(m["gallery"]) {
+	for _, e := range gallery {
 		var u *string
 		switch x := e.(type) {
 		case string:
@@ -651,7 +702,7 @@ func pictures(m map[string]any) (*string, []string) {
 				}
 			}
 		case map[string]any:
-			u = webURL(firstString(textOf(x["src"]), textOf(x["url"])))
+			u = webURL(firstString(textOf(x["src"]), textOf(x["url"]), textOf(x["large"]), textOf(x["small"])))
 		}
 		if u != nil && !slices.Contains(images, *u) {
 			images = append(images, *u)
@@ -776,11 +827,11 @@ func asList(v any) []any {
 }
 
 // array passes an element list through as the site gives it (elements
-// not shown by the spec); absent is null.
+// not shown by the spec) but for GraphQL's meta members; absent is null.
 func array(m map[string]any, key string) []any {
 	l, ok := m[key].([]any)
 	if !ok {
 		return nil
 	}
-	return l
+	return withoutMeta(l).([]any)
 }

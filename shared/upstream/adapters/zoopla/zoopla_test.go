@@ -268,6 +268,47 @@ func TestNextDataPageAndCap(t *testing.T) {
 	wantWarnings(t, data, "only the first pages", "No listing states a floor area")
 }
 
+// Listings typed by GraphQL, as 2022 pages carried them, read the same in
+// both page forms: every listing has a priceDrop object, and one of only
+// __typename and empty fields is no drop; __typename never reaches the
+// data; otherPropertyImages is the gallery, after the main image.
+func TestTypedListings(t *testing.T) {
+	for _, c := range []struct{ query, golden, path string }{
+		{"identifier=glasgow&label=Glasgow", "search-glasgow-2022-next-data", "/for-sale/property/glasgow/"},
+		{"identifier=glasgow/shawlands&label=Shawlands,+Glasgow", "search-shawlands-typed", "/for-sale/property/glasgow/shawlands/"},
+	} {
+		u := direct(t, nil)
+		data := u.Data(t, search, c.query, c.golden)
+		if u.LastRequest(t).Path != c.path {
+			t.Fatalf("%s: path %s", c.golden, u.LastRequest(t).Path)
+		}
+		items := adaptertest.Items(t, data)
+		if len(items) != 3 {
+			t.Fatalf("%s: %d items", c.golden, len(items))
+		}
+		for i, want := range []bool{false, true, false} {
+			if items[i]["price_drop"] != want {
+				t.Errorf("%s: listing %v price_drop %v; want %v", c.golden, items[i]["id"], items[i]["price_drop"], want)
+			}
+		}
+		a := items[0]
+		if imgs, _ := a["images"].([]any); len(imgs) != 3 || imgs[0] != a["image_url"] || imgs[1] != "https://lid.zoocdn.com/645/430/a1c0ffee02.jpg" {
+			t.Errorf("%s: images %v", c.golden, a["images"])
+		}
+		tr, _ := a["transports"].([]any)
+		if len(tr) != 2 {
+			t.Fatalf("%s: transports %v", c.golden, a["transports"])
+		}
+		first := tr[0].(map[string]any)
+		if _, ok := first["__typename"]; ok || first["title"] != "Hillhead" {
+			t.Errorf("%s: transport %v", c.golden, first)
+		}
+		if _, ok := first["features"].(map[string]any)["__typename"]; ok {
+			t.Errorf("%s: transport features %v", c.golden, first["features"])
+		}
+	}
+}
+
 // Spec 4.7 requires no parameter: without an area the search is the
 // site's nationwide one, which the portal caps.
 func TestNationwideSearch(t *testing.T) {
