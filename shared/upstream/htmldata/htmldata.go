@@ -13,6 +13,8 @@
 //     top-level arrays and @graph flattened; JSONLDOfType keeps those of one
 //     schema.org @type (a string or an array, compared case-sensitively;
 //     "Product" also matches "schema:Product" and the schema.org IRIs).
+//     Character references in their string values are decoded once
+//     (entities.go), as sites write them there as in their HTML.
 //   - Assigned returns the JSON value an inline script assigns to a name.
 //   - AssignedMember returns the JSON value of one member of an object
 //     literal an inline script assigns to a name.
@@ -265,6 +267,9 @@ func JSONLD(page []byte) ([]json.RawMessage, error) {
 				first = jsonProblem(err)
 			}
 			continue
+		}
+		if decoded, err := decodeJSONText(v); err == nil {
+			v = decoded
 		}
 		out = flatten(out, v, 0)
 	}

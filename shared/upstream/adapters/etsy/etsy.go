@@ -98,9 +98,13 @@ type reviews struct {
 	Items              []review       `json:"items"`
 	Rating             *rating        `json:"rating"`
 	RatingDistribution map[string]int `json:"rating_distribution"`
-	Photos             []string       `json:"photos"`
-	Themes             []theme        `json:"themes"`
-	Warnings           []string       `json:"_warnings,omitempty"`
+	// ShopRating is the rating summary of the listing's whole shop, which
+	// the listing page carries instead of the listing's own (an additional
+	// field: spec 2.4 lets data carry more than the spec lists).
+	ShopRating *rating  `json:"shop_rating,omitempty"`
+	Photos     []string `json:"photos"`
+	Themes     []theme  `json:"themes"`
+	Warnings   []string `json:"_warnings,omitempty"`
 }
 
 // The _warnings sentences, fixed so that callers can match them.
@@ -112,7 +116,9 @@ const (
 	warnAPIFiltered = "rating and rating_distribution describe every review, not only those with the requested rating."
 	warnPageFirst   = "Only the reviews the listing page shows first, in the site's relevancy order: " +
 		"later pages are not available in that order."
-	warnPageNoSummary = "rating_distribution and themes are not available from the listing page; they are null."
+	warnPageNoSummary  = "rating_distribution and themes are not available from the listing page; they are null."
+	warnPageShopRating = "The listing page's rating summary is its shop's, shared by every listing of the shop: " +
+		"rating, total and total_pages are null, and shop_rating holds the shop's rating."
 )
 
 func (r *reviews) warn(s string) { r.Warnings = append(r.Warnings, s) }

@@ -12,7 +12,10 @@ import (
 
 // Site is www.etsy.com's public listing page (pages.Direct, pages.Zyte,
 // pages.ScraperAPI). The page embeds a schema.org Product whose
-// aggregateRating gives the listing's average and review count and whose
+// aggregateRating is the shop's average and review count, not the
+// listing's (every listing of a shop carries the same one: captures of two
+// listings of one shop show it; Etsy's Open API likewise keeps
+// review_average and review_count on the shop, not the listing), and whose
 // review array holds the reviews the page shows first, in the site's own
 // (relevancy) order; the review cards it renders server-side
 // (data-review-region, read in cards.go) add each review's id, the
@@ -156,11 +159,14 @@ func parsePage(c *upstream.Call, p *pages.Page) (any, error) {
 	}
 	out.Count = len(out.Items)
 
+	// The aggregateRating is the shop's: it is kept as shop_rating, and
+	// neither the listing's rating nor its review total (the page's pages
+	// and has_more) is read from it.
 	switch a := prod.AggregateRating; {
 	case a != nil:
-		out.Rating = &rating{Value: a.RatingValue.v, Max: maxRating}
+		out.ShopRating = &rating{Value: a.RatingValue.v, Max: maxRating}
 		if a.BestRating.v != nil {
-			out.Rating.Max = *a.BestRating.v
+			out.ShopRating.Max = *a.BestRating.v
 		}
 		votes := a.ReviewCount.v
 		if votes == nil {
@@ -168,13 +174,10 @@ func parsePage(c *upstream.Call, p *pages.Page) (any, error) {
 		}
 		if votes != nil {
 			n := int(*votes)
-			out.Rating.Votes = &n
-			// The page shows its first reviews only; later pages come from
-			// the API route (page=2).
-			out.paging(max(n, out.Count))
+			out.ShopRating.Votes = &n
 		}
-	case len(lds) == 0:
-		// Etsy omits aggregateRating on a listing nobody has reviewed yet.
+	case out.Count == 0:
+		// Etsy omits aggregateRating when nobody has reviewed the shop yet.
 		out.paging(0)
 	}
 	if out.HasMore == nil || *out.HasMore {
@@ -182,6 +185,9 @@ func parsePage(c *upstream.Call, p *pages.Page) (any, error) {
 	}
 	if out.Total == nil || *out.Total > 0 {
 		out.warn(warnPageNoSummary)
+	}
+	if out.ShopRating != nil {
+		out.warn(warnPageShopRating)
 	}
 	return out, nil
 }

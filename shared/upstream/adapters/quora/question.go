@@ -35,25 +35,29 @@ type Question struct {
 	URL              string        `json:"url"`
 }
 
-// Answer is one answer (spec 2.7), with the source's comment count as an
-// additional field.
+// Answer is one answer (spec 2.7), with the source's comment count and
+// whether it comes from an equivalent question as additional fields.
 type Answer struct {
-	Author           *Author      `json:"author"`
-	AuthorCredential *string      `json:"author_credential"`
-	Collapsed        *bool        `json:"collapsed"`
-	Comments         *int64       `json:"comments"`
-	CreatedAt        *string      `json:"created_at"`
-	ID               *string      `json:"id"`
-	MachineAnswer    *bool        `json:"machine_answer"`
-	Platform         string       `json:"platform"`
-	Question         *QuestionRef `json:"question"`
-	Shares           *int64       `json:"shares"`
-	Text             *string      `json:"text"`
-	Type             string       `json:"type"`
-	UpdatedAt        *string      `json:"updated_at"`
-	Upvotes          *int64       `json:"upvotes"`
-	URL              *string      `json:"url"`
-	Views            *int64       `json:"views"`
+	Author           *Author `json:"author"`
+	AuthorCredential *string `json:"author_credential"`
+	Collapsed        *bool   `json:"collapsed"`
+	Comments         *int64  `json:"comments"`
+	CreatedAt        *string `json:"created_at"`
+	// FromEquivalentQuestion: the answer was written for another question
+	// the site merged with this one or holds equivalent, and the page shows
+	// it among this question's answers; question then names that one.
+	FromEquivalentQuestion *bool        `json:"from_equivalent_question"`
+	ID                     *string      `json:"id"`
+	MachineAnswer          *bool        `json:"machine_answer"`
+	Platform               string       `json:"platform"`
+	Question               *QuestionRef `json:"question"`
+	Shares                 *int64       `json:"shares"`
+	Text                   *string      `json:"text"`
+	Type                   string       `json:"type"`
+	UpdatedAt              *string      `json:"updated_at"`
+	Upvotes                *int64       `json:"upvotes"`
+	URL                    *string      `json:"url"`
+	Views                  *int64       `json:"views"`
 }
 
 // Author is an answer's author; an anonymous one has no name, handle or
@@ -97,7 +101,24 @@ const (
 	WarnNoTopics   = "The page carried no topics for this question; topics is empty."
 	WarnSummary    = "The page carried only its search-engine summary (no query results): answer ids, views, shares, " +
 		"collapsed and machine-answer flags, topics and related questions are not available."
+	WarnUnknownItem = "The page's answer list holds items of a kind not known to Meridian: their answers to this question " +
+		"are returned (collapsed may be null), their answers to other questions are left out."
 )
+
+// The kinds (GraphQL __typename) of the answer list's items that hold an
+// answer. An answer in a list item of another kind is returned when it
+// answers the page's question, with WarnUnknownItem.
+const (
+	itemAnswer   = "QuestionAnswerItem2"         // one of the question's answers
+	itemMachine  = "QuestionMachineAnswerItem"   // the site's machine-written answer to it
+	itemRelevant = "QuestionRelevantAnswerItem2" // another question's answer: equivalent (shown as this one's) or related
+)
+
+// otherItems are the list's known items that hold no answer of this
+// question (a header, inline related questions, an ad).
+var otherItems = map[string]bool{
+	"QuestionAnswerHeaderItem": true, "QuestionInlineRelatedQuestionsItem": true, "QuestionAdItem": true,
+}
 
 // parseQuestion maps a question page.
 func parseQuestion(c *upstream.Call, p *pages.Page) (any, error) {
@@ -152,12 +173,14 @@ func parseQuestion(c *upstream.Call, p *pages.Page) (any, error) {
 // the results that mention it (each query asks for some of them).
 type record struct {
 	fields map[string]any
-	// item is the __typename of the nearest object around an answer (its
-	// list item); collapsed says an enclosing object's type is a collapsed
-	// list's.
-	item      string
-	collapsed bool
-	// qid is the question an answer sits under, when it names none itself.
+	// item is the kind (__typename) of the answer list's item holding an
+	// answer, "" outside a list; equivalent is the item's isEquivalentAnswer;
+	// collapsed says an enclosing object's type is a collapsed list's.
+	item       string
+	equivalent bool
+	collapsed  bool
+	// qid is the question an answer sits under (the list's question), when
+	// it names none itself.
 	qid    string
 	topics []Topic
 	seen   map[string]bool // topics already kept, by id or name
@@ -193,9 +216,11 @@ func newCollector() *collector {
 }
 
 type walkCtx struct {
-	qid       string
-	item      string
-	collapsed bool
+	qid        string
+	item       string
+	equivalent bool
+	collapsed  bool
+	node       bool // the object is a connection edge's node
 }
 
 // maxNodes bounds the walk over a page's results.
@@ -231,20 +256,37 @@ func (c *collector) walk(v any, x walkCtx) {
 			}
 			x.qid = qid
 		}
-		if aid := idText(t["aid"]); aid != "" {
+		aid := idText(t["aid"])
+		if aid != "" {
 			r := c.answers[aid]
 			if r == nil {
-				r = &record{fields: map[string]any{}, item: x.item, collapsed: x.collapsed, qid: x.qid}
+				r = &record{fields: map[string]any{}}
 				c.answers[aid] = r
 				c.aorder = append(c.aorder, aid)
 			}
 			r.merge(t)
+			// An answer seen in and out of the list keeps what its list item
+			// says, whichever sighting came first.
+			if r.item == "" {
+				r.item, r.equivalent = x.item, x.equivalent
+			}
+			if r.qid == "" {
+				r.qid = x.qid
+			}
+			r.collapsed = r.collapsed || x.collapsed
 		}
 		if typename == "QuestionAnswerHeaderItem" && c.numAnswers == nil {
 			c.numAnswers = count(t["numAnswers"])
 		}
+		if _, listed := t["__isQuestionPagedListItem"]; typename != "" && aid == "" && (listed || x.node) {
+			// A list item: its kind and the question whose list it is in
+			// (streamed items arrive without the question around them).
+			x.item, x.equivalent = typename, t["isEquivalentAnswer"] == true
+			if q, ok := t["question"].(map[string]any); ok && idText(q["qid"]) != "" {
+				x.qid = idText(q["qid"])
+			}
+		}
 		if typename != "" {
-			x.item = typename
 			x.collapsed = x.collapsed || strings.Contains(typename, "Collapsed")
 		}
 		keys := make([]string, 0, len(t))
@@ -253,7 +295,9 @@ func (c *collector) walk(v any, x walkCtx) {
 		}
 		slices.Sort(keys) // a deterministic order where the results give none
 		for _, k := range keys {
-			c.walk(t[k], x)
+			child := x
+			child.node = k == "node"
+			c.walk(t[k], child)
 		}
 	}
 }
@@ -366,7 +410,7 @@ func (c *collector) question(page *record, base *url.URL) *Question {
 	}
 	self := c.ref(qid, base)
 	var missing [3]bool
-	restricted := false
+	restricted, unknown := false, false
 	for _, aid := range c.aorder {
 		r := c.answers[aid]
 		if r.bool("isDeleted") {
@@ -379,14 +423,33 @@ func (c *collector) question(page *record, base *url.URL) *Question {
 				owner = relayID(q["id"], "Question")
 			}
 		}
-		if owner == "" && !strings.Contains(r.item, "Relevant") {
+		equivalent := false
+		switch {
+		case r.item == itemRelevant:
+			// Another question's answer: shown as this question's when the
+			// site holds that question equivalent (merged), else a related
+			// question's answer.
+			if !r.equivalent || r.qid != qid {
+				continue
+			}
+			equivalent = owner != "" && owner != qid
+		case otherItems[r.item]:
+			continue
+		case r.item != "" && r.item != itemAnswer && r.item != itemMachine && !r.collapsed:
+			unknown = true
+		}
+		if owner == "" {
 			owner = r.qid // the question it sits under
 		}
-		if owner != qid {
+		if owner != qid && !equivalent {
 			continue // an answer to a related question
 		}
 		a := answer(r, aid, base)
 		a.Question = self
+		a.FromEquivalentQuestion = ptr(equivalent)
+		if equivalent {
+			a.Question = c.ref(owner, base)
+		}
 		if r.get("viewerHasAccess") == false && a.Text == nil {
 			restricted = true
 		}
@@ -412,6 +475,9 @@ func (c *collector) question(page *record, base *url.URL) *Question {
 	}
 	if restricted {
 		out.Warnings = append(out.Warnings, WarnRestricted)
+	}
+	if unknown {
+		out.Warnings = append(out.Warnings, WarnUnknownItem)
 	}
 	if len(out.Topics) == 0 {
 		out.Warnings = append(out.Warnings, WarnNoTopics)
@@ -454,22 +520,28 @@ func answer(r *record, aid string, base *url.URL) Answer {
 	if a.URL == nil {
 		a.URL = absolute(base, text(r.get("permaUrl")))
 	}
-	// Collapsed: the source's flag; else an answer in a collapsed list is
-	// collapsed and one in the page's main answer list is not.
+	// Collapsed: the source's flag (isCollapsedForViewer on 2026 pages);
+	// else an answer in a collapsed list is collapsed and one in the page's
+	// main answer list is not.
 	switch {
 	case boolean(r.get("isCollapsed")) != nil:
 		a.Collapsed = boolean(r.get("isCollapsed"))
 	case boolean(r.get("collapsed")) != nil:
 		a.Collapsed = boolean(r.get("collapsed"))
+	case boolean(r.get("isCollapsedForViewer")) != nil:
+		a.Collapsed = boolean(r.get("isCollapsedForViewer"))
 	case r.collapsed:
 		a.Collapsed = ptr(true)
-	case strings.HasPrefix(r.item, "QuestionAnswerItem"):
+	case r.item == itemAnswer || r.item == itemMachine || r.item == itemRelevant:
 		a.Collapsed = ptr(false)
 	}
 	author, _ := r.get("author").(map[string]any)
 	a.MachineAnswer = boolean(r.get("isMachineAnswer"))
 	if a.MachineAnswer == nil && author != nil {
 		a.MachineAnswer = boolean(author["isMachineAnswerBot"])
+	}
+	if a.MachineAnswer == nil && r.item == itemMachine {
+		a.MachineAnswer = ptr(true)
 	}
 	if author != nil {
 		a.Author = authorOf(author, base)
@@ -654,7 +726,8 @@ func pageTitle(page []byte) *string {
 			if z.Next() != html.TextToken {
 				return nil
 			}
-			t := strings.TrimSpace(html.UnescapeString(string(z.Text())))
+			// Text has decoded the title's character references already.
+			t := strings.TrimSpace(string(z.Text()))
 			t = strings.TrimSpace(strings.TrimSuffix(t, " - Quora"))
 			return text(t)
 		}

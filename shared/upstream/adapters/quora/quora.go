@@ -28,9 +28,13 @@
 // microseconds, numUpvotes, numViews, numShares, numDisplayComments,
 // isMachineAnswer, author {uid, isAnon, names, profileUrl,
 // profileImageUrl, isMachineAnswerBot, bestCredential}, authorCredential
-// {translatedString}, question {qid}); answers to related questions
-// (QuestionRelevantAnswerItem2, whose question is another one) and
-// related questions themselves. The results are walked by shape (a
+// {translatedString}, question {qid}); QuestionMachineAnswerItem holding
+// the site's machine answer; QuestionRelevantAnswerItem2 holding another
+// question's answer, returned (marked from_equivalent_question) when its
+// isEquivalentAnswer says the site merged that question with this one,
+// else a related question's and left out; and related questions
+// themselves. 2026 pages send the list as question.answers.edges, later
+// edges streamed in pushes of their own. The results are walked by shape (a
 // Question is an object with a qid, an Answer one with an aid), not by
 // path, since the same objects sit under different query names.
 //
