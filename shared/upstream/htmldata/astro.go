@@ -225,6 +225,10 @@ func (r *astroReviver) pair(raw any) (v any, defined bool, err error) {
 	if err != nil {
 		return nil, false, fmt.Errorf("props: a type tag is not a whole number")
 	}
+	if typ < astroValue || typ > astroInfinity {
+		r.dropped++ // a type this reader does not know; Astro's client makes it undefined
+		return nil, false, nil
+	}
 	if len(p) == 1 {
 		if typ != astroValue {
 			return nil, false, fmt.Errorf("props: a type-%d pair has no value", typ)
@@ -267,11 +271,8 @@ func (r *astroReviver) pair(raw any) (v any, defined bool, err error) {
 			return val, true, nil
 		}
 		return nil, false, fmt.Errorf("props: a type-%d value is not text", typ)
-	case astroInfinity:
-		return nil, true, nil // JSON has no infinity; JSON.stringify writes null
 	}
-	r.dropped++
-	return nil, false, nil
+	return nil, true, nil // astroInfinity: JSON has no infinity; JSON.stringify writes null
 }
 
 // arrayValue is the array of a type-1, 4, 5 or 8-10 pair: an array, or

@@ -28,7 +28,7 @@ const astroPage = `<!DOCTYPE html><html><head><title>boots | Example Shop</title
 	`&quot;stock&quot;:[4,[[1,[[0,&quot;S&quot;],[0,3]]],[1,[[0,42],[0,{&quot;n&quot;:[0,1]}]]]]],` +
 	`&quot;sizes&quot;:[5,[[0,8],[0,9]]],&quot;big&quot;:[6,&quot;90071992547409931234&quot;],` +
 	`&quot;link&quot;:[7,&quot;https://example.com/a?b=1&amp;c=2&quot;],&quot;bytes&quot;:[8,[1,2,255]],` +
-	`&quot;wide&quot;:[10,[4000000000]],&quot;max&quot;:[11,1],&quot;min&quot;:[11,-1],&quot;future&quot;:[12,&quot;?&quot;]}],` +
+	`&quot;wide&quot;:[10,[4000000000]],&quot;max&quot;:[11,1],&quot;min&quot;:[11,-1],&quot;future&quot;:[12,&quot;?&quot;],&quot;later&quot;:[-1]}],` +
 	`&quot;page&quot;:[0,1]}" ssr="" client="load" opts="{&quot;name&quot;:&quot;ProductGrid&quot;,&quot;value&quot;:true}" await-children="">` +
 	`<div class="grid"></div><!--astro:end--></astro-island></body></html>`
 
@@ -56,8 +56,8 @@ func TestAstroIslands(t *testing.T) {
 		grid.ComponentURL != "/shop/_astro/index.Q1w.js" || grid.RendererURL != "/shop/_astro/client.r-Ab.js" {
 		t.Fatalf("grid island %+v", grid)
 	}
-	if grid.Dropped != 1 {
-		t.Fatalf("Dropped %d; want 1 (the type-12 value)", grid.Dropped)
+	if grid.Dropped != 2 {
+		t.Fatalf("Dropped %d; want 2 (the type-12 and type -1 values)", grid.Dropped)
 	}
 	sameJSON(t, grid.Props, astroPageProps)
 	if !strings.Contains(string(grid.Props), `"count":12.50`) || !strings.Contains(string(grid.Props), "90071992547409931234") {
