@@ -18,7 +18,8 @@ func FuzzExtract(f *testing.F) {
 	for _, page := range []string{
 		nextProductPage, jsonLDPage, apolloPage, jsonParsePage, cloudflareManaged, cloudflareBlocked,
 		dataDomeBlocked, perimeterXBlocked, amazonCaptcha, akamaiDenied, incapsulaBlocked, recaptchaInterstitial,
-		didaPage, alibabaPunish,
+		didaPage, alibabaPunish, astroPage,
+		`<astro-island props="{&quot;a&quot;:[1,&quot;[[4,\&quot;[[1,[]]]\&quot;]]&quot;],&quot;b&quot;:[11],&quot;c&quot;:[0,{&quot;d&quot;:[99]}]}"></astro-island>`,
 		"<script>__X__ = {f: function () { return /}/.test(`${'}'}`) }, \"data\": [1], data: {a: 1}}</script>",
 		"<script>__X__ = {a: `${`${{}}`}`, b: x / 2 / 3, 'data': JSON.parse('1')}</script>",
 		`<script>window["__X__"] = JSON.parse("\ud83d\u{1F600}\x41\
@@ -38,6 +39,16 @@ func FuzzExtract(f *testing.F) {
 		checkJSON(t, "AssignedMember", page)(htmldata.AssignedMember(page, name, "data"))
 		// name as the member too, so the fuzzer varies keys.
 		checkJSON(t, "AssignedMember", page)(htmldata.AssignedMember(page, "__X__", name))
+		islands, err := htmldata.AstroIslands(page)
+		checkFault(t, "AstroIslands", err)
+		if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("a %d-byte page", len(page))) {
+			t.Fatalf("AstroIslands: reason %q lacks the page size", err)
+		}
+		for _, island := range islands {
+			if !json.Valid(island.Props) || bytes.TrimSpace(island.Props)[0] != '{' {
+				t.Fatalf("AstroIslands returned props %q, not an object", island.Props)
+			}
+		}
 		objs, err := htmldata.JSONLD(page)
 		checkFault(t, "JSONLD", err)
 		for _, obj := range objs {

@@ -9,6 +9,9 @@
 //   - Scripts iterates over the script elements (id, type, src, raw text).
 //   - ScriptByID returns the raw text of the script with a given id.
 //   - NextData returns the JSON of Next.js's <script id="__NEXT_DATA__">.
+//   - AstroIslands returns Astro's <astro-island> elements, each with its
+//     component's names and its props attribute decoded from Astro's
+//     [type, value] serialisation to plain JSON (see its comment).
 //   - JSONLD returns the objects of every application/ld+json script, with
 //     top-level arrays and @graph flattened; JSONLDOfType keeps those of one
 //     schema.org @type (a string or an array, compared case-sensitively;

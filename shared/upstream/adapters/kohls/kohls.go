@@ -1,20 +1,26 @@
 // Package kohls serves retailer_a/search from Kohl's (www.kohls.com), the
 // US department-store retailer, as a pages.Site: Kohl's publishes no
 // public data API (its catalog API needs a partner key), so the search is
-// read from the public search page, which embeds its whole result as
-// window.pmpSearchJsonData for the page's own scripts.
+// read from the public search page, which embeds its whole result for the
+// page's own scripts. Since 2026 the page is built with Astro: the result
+// is catalogData in the props of the ProductGrid <astro-island>, in Astro's
+// [type, value] serialisation (htmldata.AstroIslands decodes it). Pages
+// before that assigned the same object to window.pmpSearchJsonData; that
+// form is still read when no island carries catalogData.
 //
 // GET /search.jsp?submit-search=web-regular&search=Q&PPP=N&WS=O&S=ID is
 // the page the site's search box opens: PPP is the products per page, WS
 // the zero-based offset of the first product and S the sort id of the
 // payload's sorts list (1 featured, 2 new, 3 best sellers, 4/5 price, 6
-// rating on today's site; ids are passed through as the caller gives them).
-// pmpSearchJsonData carries products[] (webID, productTitle, seoURL,
+// rating, 7 percent off on today's site; ids are passed through as the
+// caller gives them). The result (catalogData or pmpSearchJsonData)
+// carries products[] (webID, productTitle, seoURL,
 // image, prices[], rating, availableColr, couponEligible,
 // isAvailableforShip, isAvailableforPickUp, sponsoredData, prodType,
-// variations), sorts[] {ID, name, active}, relatedSearchTerms,
-// totalRecordsCount and searchTerm; the same payload, nested under
-// "payload", is what Kohl's catalog API answers, and both forms are read.
+// variations, skuIds), sorts[] {ID, name, active}, relatedSearchTerms,
+// searchTerm and the number of matches (productCount in catalogData,
+// totalRecordsCount in pmpSearchJsonData); the same payload, nested under
+// "payload", is what Kohl's catalog API answers, and that form is read too.
 //
 // The endpoint pages by number (page, limit) and declares no cursor
 // parameter, so cursor is always null; has_more says whether page+1 has
@@ -48,8 +54,10 @@ const (
 	origin   = "https://www.kohls.com"
 	platform = "retailer_a"
 	endpoint = "retailer_a/search"
-	// dataVar is the global the search page assigns its result to.
-	dataVar = "pmpSearchJsonData"
+	// islandProp is the prop of the search page's Astro island that holds
+	// the result; dataVar is the global older pages assigned it to.
+	islandProp = "catalogData"
+	dataVar    = "pmpSearchJsonData"
 	// maxPerPage is the largest page the site's own page-size picker offers.
 	maxPerPage = 120
 )
@@ -172,6 +180,7 @@ type payload struct {
 	Sorts              []rawSort         `json:"sorts"`
 	RelatedSearchTerms []json.RawMessage `json:"relatedSearchTerms"`
 	TotalRecordsCount  json.Number       `json:"totalRecordsCount"`
+	ProductCount       json.Number       `json:"productCount"`
 	SearchTerm         string            `json:"searchTerm"`
 	AutoCorrectedTerm  string            `json:"autoCorrectedTerm"`
 }
@@ -227,31 +236,34 @@ type priceRange struct {
 
 // parseSearch maps the search page (or the catalog API's JSON) to Result.
 func parseSearch(c *upstream.Call, p *pages.Page) (any, error) {
-	raw, err := searchData(p.Body)
+	raw, source, err := searchData(p.Body)
 	if err != nil {
 		return nil, err
 	}
 	var pl payload
-	if err := decodeInto(raw, &pl, len(p.Body)); err != nil {
+	if err := decodeInto(raw, &pl, source, len(p.Body)); err != nil {
 		return nil, err
 	}
 	if len(pl.Payload) > 0 && !isNull(pl.Payload) {
 		// The catalog API's form: the result sits under "payload".
-		if err := decodeInto(pl.Payload, &pl, len(p.Body)); err != nil {
+		if err := decodeInto(pl.Payload, &pl, source, len(p.Body)); err != nil {
 			return nil, err
 		}
 	}
 	total, hasTotal := count(pl.TotalRecordsCount)
+	if !hasTotal {
+		total, hasTotal = count(pl.ProductCount)
+	}
 	var products []product
 	switch {
 	case len(pl.Products) > 0 && pl.Products[0] == '[':
 		if err := json.Unmarshal(pl.Products, &products); err != nil {
-			return nil, upstream.MalformedFault("%s.products is not a list of products (%s) in a %d-byte page", dataVar, jsonClass(err), len(p.Body))
+			return nil, upstream.MalformedFault("%s: products is not a list of products (%s) in a %d-byte page", source, jsonClass(err), len(p.Body))
 		}
 	case hasTotal && total == 0:
 		// A search without results may carry no list at all.
 	default:
-		return nil, upstream.MalformedFault("%s has no products list in a %d-byte page", dataVar, len(p.Body))
+		return nil, upstream.MalformedFault("%s: no products list in a %d-byte page", source, len(p.Body))
 	}
 
 	page, limit := paging(c)
@@ -325,20 +337,46 @@ func sortApplied(list []Sort, id string) bool {
 	return !other
 }
 
-// searchData finds the result: the JSON the page assigns to
+// searchData finds the result and names where it was: the catalogData
+// prop of an Astro island, else the JSON the page assigns to
 // pmpSearchJsonData, or a JSON body as it is.
-func searchData(body []byte) (json.RawMessage, error) {
+func searchData(body []byte) (json.RawMessage, string, error) {
 	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '{' {
-		return t, nil
+		return t, "the JSON body", nil
 	}
-	return htmldata.Assigned(body, dataVar)
+	if raw, ok := islandData(body); ok {
+		return raw, islandProp, nil
+	}
+	if raw, err := htmldata.Assigned(body, dataVar); err == nil {
+		return raw, dataVar, nil
+	}
+	return nil, "", upstream.MalformedFault("no Astro island with %s and no %s in a %d-byte page", islandProp, dataVar, len(body))
 }
 
-func decodeInto(raw json.RawMessage, out *payload, size int) error {
+// islandData is the catalogData prop of the first island that has one
+// holding an object (the page's other islands carry no results).
+func islandData(body []byte) (json.RawMessage, bool) {
+	islands, err := htmldata.AstroIslands(body)
+	if err != nil {
+		return nil, false
+	}
+	for _, island := range islands {
+		var props map[string]json.RawMessage
+		if json.Unmarshal(island.Props, &props) != nil {
+			continue
+		}
+		if raw := bytes.TrimSpace(props[islandProp]); len(raw) > 0 && raw[0] == '{' {
+			return raw, true
+		}
+	}
+	return nil, false
+}
+
+func decodeInto(raw json.RawMessage, out *payload, source string, size int) error {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
 	if err := d.Decode(out); err != nil {
-		return upstream.MalformedFault("%s is not the expected object (%s) in a %d-byte page", dataVar, jsonClass(err), size)
+		return upstream.MalformedFault("%s is not the expected object (%s) in a %d-byte page", source, jsonClass(err), size)
 	}
 	return nil
 }

@@ -19,6 +19,10 @@ const endpoint = "retailer_a/search"
 // target is the public URL every route fetches for the default query.
 const target = "https://www.kohls.com/search.jsp?PPP=120&search=winter+coat&submit-search=web-regular"
 
+// Kohl's 2026 search page: the result is catalogData in the props of the
+// ProductGrid Astro island, HTML-escaped [type, value] pairs (&#39; in
+// titles, &amp; in image URLs, &lt;/&gt; and \&quot; in text); there is no
+// pmpSearchJsonData.
 func TestDirectSearch(t *testing.T) {
 	u := adaptertest.Start(t, pages.Direct(kohls.Site()), nil)
 	data := u.Data(t, endpoint, "query=winter+coat", "search-default")
@@ -31,8 +35,83 @@ func TestDirectSearch(t *testing.T) {
 		t.Fatalf("not a browser's navigation: %v", req.Header)
 	}
 
-	if data["count"] != 4.0 || data["total"] != 1342.0 || data["has_more"] != true || data["cursor"] != nil ||
+	// productCount is the number of matches; this page holds them all.
+	if data["count"] != 4.0 || data["total"] != 4.0 || data["has_more"] != false || data["cursor"] != nil ||
 		data["page"] != 1.0 || data["query"] != "winter coat" {
+		t.Fatalf("list fields: %v", data)
+	}
+	sorts := data["sorts"].([]any)
+	if len(sorts) != 6 {
+		t.Fatalf("sorts %v", sorts)
+	}
+	if s := sorts[0].(map[string]any); s["id"] != "1" || s["name"] != "Featured" || s["active"] != true {
+		t.Fatalf("first sort %v", s)
+	}
+	if s := sorts[5].(map[string]any); s["id"] != "7" || s["name"] != "Percent Off" || s["active"] != false {
+		t.Fatalf("last sort %v", s)
+	}
+	if rel := data["related_searches"].([]any); len(rel) != 3 || rel[2] != "mens parka" {
+		t.Fatalf("related %v", rel)
+	}
+	// Only the suppressed-price product lacks SKU ids.
+	wantWarnings(t, data, "do not carry SKU ids")
+
+	items := adaptertest.Items(t, data)
+	sale := items[0]
+	if sale["id"] != "6240115" || sale["platform"] != "retailer_a" || sale["currency"] != "USD" || sale["type"] != "product" ||
+		sale["title"] != "Women's Sonoma Goods For Life® Quilted Puffer Jacket" ||
+		sale["url"] != "https://www.kohls.com/product/prd-6240115/womens-sonoma-goods-for-life-quilted-puffer-jacket.jsp" ||
+		sale["image_url"] != "https://media.kohlsimg.com/is/image/kohls/6240115_Black?wid=180&hei=180&op_sharpen=1" ||
+		sale["price"] != 49.99 || sale["regular_price"] != 100.0 || sale["price_max"] != nil || sale["price_type"] != "sale" ||
+		sale["colors_count"] != 3.0 || len(sale["colors"].([]any)) != 3 || sale["coupon_eligible"] != true ||
+		sale["ships"] != true || sale["pickup"] != true || sale["sponsored"] != false || sale["variations"] != "SizeAndColor" {
+		t.Fatalf("sale item: %v", sale)
+	}
+	if skus := sale["sku_ids"].([]any); len(skus) != 2 || skus[0] != "40112233" || skus[1] != "40112240" {
+		t.Fatalf("sku ids %v", skus)
+	}
+	if r := sale["rating"].(map[string]any); r["value"] != 4.3 || r["max"] != 5.0 || r["votes"] != 212.0 {
+		t.Fatalf("rating %v", r)
+	}
+	// "Select styles on sale": a sale range over a regular range.
+	mixed := items[1]
+	if mixed["title"] != "Men's ZeroXposur Big & Tall Soft Shell Jacket" || mixed["price"] != 59.99 || mixed["price_max"] != 95.0 ||
+		mixed["price_type"] != "mixed" || mixed["regular_price"] != 80.0 || mixed["coupon_eligible"] != false {
+		t.Fatalf("mixed-price item: %v", mixed)
+	}
+	regular := items[2]
+	if regular["title"] != `Kids' Columbia Powder Lite "Hooded" Jacket` || regular["sponsored"] != true ||
+		regular["price"] != 65.0 || regular["price_type"] != "regular" || regular["variations"] != "Size" {
+		t.Fatalf("sponsored regular item: %v", regular)
+	}
+	if r := regular["rating"].(map[string]any); r["value"] != nil || r["votes"] != 0.0 {
+		t.Fatalf("unrated item: rating %v; want value null, votes 0", r)
+	}
+	// A price the site hides until checkout is unknown, never 0.
+	hidden := items[3]
+	if hidden["title"] != "Women's Nine West Faux-Wool Wrap Coat <Online Only>" || hidden["price"] != nil ||
+		hidden["price_max"] != nil || hidden["regular_price"] != 180.0 || hidden["colors"] != nil ||
+		hidden["colors_count"] != nil || hidden["rating"] != nil || hidden["sku_ids"] != nil {
+		t.Fatalf("suppressed-price item: %v", hidden)
+	}
+}
+
+// The search page before 2026 assigned the result to
+// window.pmpSearchJsonData; that form is still read.
+func TestDirectSearchLegacyPMP(t *testing.T) {
+	u := adaptertest.Start(t, pages.Direct(kohls.Site()), nil)
+	data := u.Data(t, endpoint, "query=puffer+coat", "search-pmp-legacy")
+	req := u.LastRequest(t)
+	if req.Path != "/search.jsp" {
+		t.Fatalf("path %s", req.Path)
+	}
+	wantQuery(t, req.Query, map[string]string{"search": "puffer coat", "submit-search": "web-regular", "PPP": "120"}, "WS", "S")
+	if req.Header.Get("user-agent") == "" || !strings.Contains(req.Header.Get("accept"), "text/html") {
+		t.Fatalf("not a browser's navigation: %v", req.Header)
+	}
+
+	if data["count"] != 4.0 || data["total"] != 1342.0 || data["has_more"] != true || data["cursor"] != nil ||
+		data["page"] != 1.0 || data["query"] != "puffer coat" {
 		t.Fatalf("list fields: %v", data)
 	}
 	sorts := data["sorts"].([]any)
@@ -45,7 +124,7 @@ func TestDirectSearch(t *testing.T) {
 	if s := sorts[3].(map[string]any); s["id"] != "4" || s["active"] != false {
 		t.Fatalf("fourth sort %v", s)
 	}
-	if rel := data["related_searches"].([]any); len(rel) != 3 || rel[0] != "womens winter coats" {
+	if rel := data["related_searches"].([]any); len(rel) != 3 || rel[0] != "womens puffer coats" {
 		t.Fatalf("related %v", rel)
 	}
 	// No SKU ids in the results, and 4 products for a limit of 120 with

@@ -2,6 +2,7 @@ package kohls
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/meridian-data/meridian/shared/upstream"
@@ -67,6 +68,38 @@ func TestParseProductWithoutID(t *testing.T) {
 	_, err := parseSearch(c, &pages.Page{Status: 200, Body: []byte(body)})
 	f, ok := err.(*upstream.Fault)
 	if !ok || f.Kind != upstream.Malformed {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// The result is read from whichever island carries catalogData, beside
+// islands that carry other props, and before a leftover pmpSearchJsonData.
+func TestParseAstroIslandAmongOthers(t *testing.T) {
+	page := `<html><body><astro-island component-export="Header" props="{&quot;term&quot;:[0,&quot;boots&quot;]}"></astro-island>` +
+		`<astro-island component-export="ProductGrid" props="{&quot;catalogData&quot;:[0,{&quot;searchTerm&quot;:[0,&quot;boots&quot;],` +
+		`&quot;productCount&quot;:[0,250],&quot;products&quot;:[1,[[0,{&quot;webID&quot;:[0,&quot;7000002&quot;],` +
+		`&quot;skuIds&quot;:[1,[[0,&quot;123&quot;]]]}]]]}]}"></astro-island>` +
+		`<script>window.pmpSearchJsonData = {"totalRecordsCount":1,"products":[{"webID":"1"}]};</script></body></html>`
+	c := &upstream.Call{Params: map[string]string{"query": "boots", "limit": "1"}}
+	v, err := parseSearch(c, &pages.Page{Status: 200, Body: []byte(page)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := v.(Result)
+	if r.Count != 1 || r.Items[0].ID != "7000002" || r.Total == nil || *r.Total != 250 || r.HasMore == nil || !*r.HasMore ||
+		!slices.Equal(r.Items[0].SKUIDs, []string{"123"}) || len(r.Warnings) != 0 {
+		t.Fatalf("result %+v", r)
+	}
+}
+
+// Islands without catalogData and no pmpSearchJsonData: a changed page,
+// named by both places looked in.
+func TestParseAstroIslandWithoutCatalog(t *testing.T) {
+	page := `<astro-island component-export="Header" props="{&quot;term&quot;:[0,&quot;boots&quot;]}"></astro-island>`
+	c := &upstream.Call{Params: map[string]string{"query": "boots"}}
+	_, err := parseSearch(c, &pages.Page{Status: 200, Body: []byte(page)})
+	f, ok := err.(*upstream.Fault)
+	if !ok || f.Kind != upstream.Malformed || !strings.Contains(f.Reason, "catalogData") || !strings.Contains(f.Reason, "pmpSearchJsonData") {
 		t.Fatalf("err %v", err)
 	}
 }
