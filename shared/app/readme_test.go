@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/meridian-data/meridian/shared/composite"
 	"github.com/meridian-data/meridian/shared/upstream/adapters"
 )
 
@@ -30,6 +31,29 @@ func TestREADMENamesEveryProviderAndItsSettings(t *testing.T) {
 			if !strings.Contains(readme, "`"+name+"`") {
 				t.Errorf("README.md does not name %s (provider %s)", name, p.Name)
 			}
+		}
+	}
+}
+
+// The sites web/social-profiles fetches have base URL variables too: the
+// README names each, and none is a provider's.
+func TestREADMENamesEverySocialFetchTarget(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(raw)
+	providers := map[string]bool{}
+	for _, p := range adapters.All() {
+		providers[p.BaseURLVar()] = true
+	}
+	for _, tg := range composite.SocialFetchTargets() {
+		v := tg.Variable()
+		if providers[v] {
+			t.Errorf("%s moves both a provider and the social-profiles site %s", v, tg.Name)
+		}
+		if !strings.Contains(readme, "`"+v+"`") {
+			t.Errorf("README.md does not name %s (the social-profiles site %s)", v, tg.Name)
 		}
 	}
 }

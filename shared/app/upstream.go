@@ -215,8 +215,9 @@ func NewModel(logger *slog.Logger, lookup func(string) (string, bool), replayURL
 
 // PublicPages is web/social-profiles' page fetcher: the runner's URL
 // policy, the web-unblocking services' keys (for FetchUnblocking of
-// link-in-bio pages a site blocks; probes use the direct Fetch), and in
-// replay mode the replay upstream's zyte_api fixtures.
+// link-in-bio pages a site blocks; probes use the direct Fetch), the base
+// URL variables of the sites it reads (composite.SocialFetchTargets), and
+// in replay mode the replay upstream's zyte_api fixtures.
 func PublicPages(runner *upstream.Runner, lookup func(string) (string, bool), replayURL string) composite.PageFetcher {
 	var policy *upstream.URLPolicy
 	if runner != nil {
@@ -224,5 +225,6 @@ func PublicPages(runner *upstream.Runner, lookup func(string) (string, bool), re
 	}
 	return pages.NewPublicFetcher(pages.PublicFetchSettings{
 		Policy: policy, Lookup: lookup, ReplayURL: replayURL, Unblock: composite.LinkInBioPage,
+		Targets: composite.SocialFetchTargets(),
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/meridian-data/meridian/shared/upstream"
 	"github.com/meridian-data/meridian/shared/upstream/handleprobe"
 	"github.com/meridian-data/meridian/shared/upstream/linkinbio"
+	"github.com/meridian-data/meridian/shared/upstream/pages"
 )
 
 // PageFetcher reads the public pages web/social-profiles follows; the
@@ -136,6 +137,34 @@ func socialProfiles(fetch PageFetcher, b socialBounds) pipeline.Composite {
 func LinkInBioPage(rawURL string) bool {
 	_, ok := linkinbio.Recognise(rawURL)
 	return ok
+}
+
+// SocialFetchTargets are the sites web/social-profiles fetches pages of,
+// each movable by its base URL variable (pages.FetchTarget), as every
+// provider is: each link-in-bio service linkinbio reads, named by its id
+// (MERIDIAN_UPSTREAM_LINKTREE_URL), then each same-handle probe site,
+// named probe_<site id> (MERIDIAN_UPSTREAM_PROBE_GITLAB_URL), on the host
+// its probe fetches. A probe on a link-in-bio service's host (linktree)
+// is moved with that service: one site, one variable.
+func SocialFetchTargets() []pages.FetchTarget {
+	var out []pages.FetchTarget
+	taken := map[string]bool{}
+	for _, id := range linkinbio.Services() {
+		hosts, subdomains := linkinbio.Hosts(id)
+		out = append(out, pages.FetchTarget{Name: id, Hosts: hosts, Subdomains: subdomains})
+		for _, h := range hosts {
+			taken[h] = true
+		}
+	}
+	for _, s := range handleprobe.Sites() {
+		host, subdomains := s.FetchHost()
+		if taken[host] || taken[strings.TrimPrefix(host, "www.")] {
+			continue
+		}
+		taken[host] = true
+		out = append(out, pages.FetchTarget{Name: "probe_" + s.ID, Hosts: []string{host}, Subdomains: subdomains})
+	}
+	return out
 }
 
 // socialProfileLegs are the {platform}/profile operations of the platforms

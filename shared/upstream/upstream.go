@@ -68,8 +68,13 @@ type Secret struct {
 }
 
 // BaseURLVar is the variable that overrides a provider's base URL.
-func (p *Provider) BaseURLVar() string {
-	return "MERIDIAN_UPSTREAM_" + strings.ToUpper(p.Name) + "_URL"
+func (p *Provider) BaseURLVar() string { return BaseURLVar(p.Name) }
+
+// BaseURLVar is the variable that moves the source named name (a
+// provider, or another fetch target such as a link-in-bio service):
+// MERIDIAN_UPSTREAM_<NAME>_URL.
+func BaseURLVar(name string) string {
+	return "MERIDIAN_UPSTREAM_" + strings.ToUpper(name) + "_URL"
 }
 
 // AllowanceVar is the variable that overrides a provider's monthly

@@ -28,6 +28,7 @@ package handleprobe
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	_ "embed"
 	"encoding/json"
@@ -173,6 +174,9 @@ func parseSites(data []byte) ([]*Site, error) {
 		if s.CheckURL != "" && (!strings.HasPrefix(s.CheckURL, "https://") || !strings.Contains(s.CheckURL, "{handle}")) {
 			return nil, fmt.Errorf("%s: check_url must be https and contain {handle}", s.ID)
 		}
+		if host, _ := s.FetchHost(); host == "" || strings.Contains(host, "{handle}") {
+			return nil, fmt.Errorf("%s: the fetched URL's host must be fixed or {handle}.<domain>", s.ID)
+		}
 		if !strings.HasPrefix(s.Username, "^") || !strings.HasSuffix(s.Username, "$") {
 			return nil, fmt.Errorf("%s: username regexp must be anchored", s.ID)
 		}
@@ -256,6 +260,19 @@ func (s Site) URLs(handle string) (profile, check string) {
 		check = strings.ReplaceAll(s.CheckURL, "{handle}", esc)
 	}
 	return profile, check
+}
+
+// FetchHost is the host a probe of the site fetches (its check URL's, else
+// its profile URL's); with subdomains the host is the handle's subdomain
+// of it ({handle}.itch.io).
+func (s Site) FetchHost() (host string, subdomains bool) {
+	tmpl := cmp.Or(s.CheckURL, s.ProfileURL)
+	host, _, _ = strings.Cut(strings.TrimPrefix(tmpl, "https://"), "/")
+	host, _, _ = strings.Cut(host, "?")
+	if rest, ok := strings.CutPrefix(host, "{handle}."); ok {
+		return strings.ToLower(rest), true
+	}
+	return strings.ToLower(host), false
 }
 
 // Verdict reads one fetch's outcome with the site's rule: exists is nil

@@ -477,3 +477,23 @@ func index(id string) int {
 	}
 	return -1
 }
+
+// FetchHost is the host a probe dials: the check URL's when there is one,
+// and a {handle}. subdomain is reported as such.
+func TestFetchHost(t *testing.T) {
+	for id, want := range map[string]struct {
+		host       string
+		subdomains bool
+	}{
+		"gitlab": {"gitlab.com", false}, "microblog_a": {"public.api.bsky.app", false}, "chesscom": {"api.chess.com", false},
+		"code_host": {"github.com", false}, "itchio": {"itch.io", true},
+	} {
+		s, ok := Lookup(id)
+		if !ok {
+			t.Fatalf("no site %s", id)
+		}
+		if host, sub := s.FetchHost(); host != want.host || sub != want.subdomains {
+			t.Errorf("%s: %s %v, want %s %v", id, host, sub, want.host, want.subdomains)
+		}
+	}
+}

@@ -71,6 +71,7 @@ package linkinbio
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -189,6 +190,17 @@ func init() {
 
 // Services lists the supported services' ids.
 func Services() []string { return []string{Linktree, Beacons, BioLink, Carrd} }
+
+// Hosts are the host names a service's pages are on; with subdomains its
+// pages are on subdomains of them (<site>.carrd.co). Nil for an unknown
+// service.
+func Hosts(service string) (hosts []string, subdomains bool) {
+	s, ok := services[service]
+	if !ok {
+		return nil, false
+	}
+	return slices.Clone(s.hosts), s.subdomains
+}
 
 // Recognise tells which supported service rawURL's page belongs to. A URL
 // without a scheme is read as https. The URL must be http(s) without user

@@ -45,6 +45,9 @@ import (
 // serve its block pages with 2xx (the page routes' per-site Blocked hooks,
 // on a site's own hosts, are where such a site's markers belong).
 //
+// A site listed in Targets can be moved to a test server or a proxy by
+// its MERIDIAN_UPSTREAM_<NAME>_URL (see FetchTarget).
+//
 // The public check runs first whichever route answers. In replay mode
 // every page comes from the replay upstream's Zyte API fixtures
 // (testdata/upstream/zyte_api/, matched on the page's URL), for both
@@ -62,6 +65,9 @@ type PublicFetcher struct {
 	// unblock and services are FetchUnblocking's alone.
 	unblock  func(rawURL string) bool
 	services []publicService
+	// moved are the Targets whose base URL is set, dialled by standIns.
+	moved    []movedTarget
+	standIns *http.Client
 }
 
 // PublicFetchSettings configure NewPublicFetcher.
@@ -88,6 +94,9 @@ type PublicFetchSettings struct {
 	MaxBody int
 	// ServiceClient talks to the services; nil is a plain client.
 	ServiceClient *http.Client
+	// Targets are the sites whose base URL Lookup may move (see
+	// FetchTarget); not in replay mode, where every page is replayed.
+	Targets []FetchTarget
 }
 
 // Defaults of PublicFetchSettings.
@@ -127,6 +136,7 @@ func NewPublicFetcher(s PublicFetchSettings) *PublicFetcher {
 		zyte.base, zyte.key = strings.TrimSuffix(s.ReplayURL, "/")+"/"+ZyteName, upstream.ReplaySecret
 		f.replay = &zyte
 	case s.Lookup != nil:
+		f.moved, f.standIns = moveTargets(s.Targets, s.Lookup), standInClient()
 		for _, c := range []struct {
 			svc      publicService
 			provider *upstream.Provider
@@ -171,6 +181,9 @@ func (f *PublicFetcher) Fetch(ctx context.Context, rawURL string) (int, []byte, 
 	if f.replay != nil {
 		return f.replayed(ctx, rawURL)
 	}
+	if m := f.movedTo(rawURL); m != nil {
+		return f.fetchMoved(ctx, m, rawURL)
+	}
 	u, err := f.policy.Check(ctx, rawURL)
 	if err != nil {
 		return 0, nil, refusal(err)
@@ -189,6 +202,9 @@ func (f *PublicFetcher) FetchUnblocking(ctx context.Context, rawURL string) (int
 	defer cancel()
 	if f.replay != nil {
 		return f.replayed(ctx, rawURL)
+	}
+	if m := f.movedTo(rawURL); m != nil {
+		return f.fetchMoved(ctx, m, rawURL)
 	}
 	u, err := f.policy.Check(ctx, rawURL)
 	if err != nil {
@@ -242,6 +258,12 @@ func (a directAnswer) blocked() bool {
 
 // direct asks the site itself over the policy's pinned client.
 func (f *PublicFetcher) direct(ctx context.Context, target string) directAnswer {
+	return f.directWith(ctx, f.policy.Client(), target, "")
+}
+
+// directWith asks target over client; forwardedHost, when set, is the
+// host the request is for (target is a moved site's base URL).
+func (f *PublicFetcher) directWith(ctx context.Context, client *http.Client, target, forwardedHost string) directAnswer {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return directAnswer{err: refusal(err), from: target}
@@ -249,7 +271,10 @@ func (f *PublicFetcher) direct(ctx context.Context, target string) directAnswer 
 	req.Header = BrowserHeader("")
 	// Set by hand so br is offered as a browser would; decode undoes it.
 	req.Header.Set("accept-encoding", "gzip, br")
-	res, err := f.policy.Client().Do(req)
+	if forwardedHost != "" {
+		req.Header.Set(ForwardedHostHeader, forwardedHost)
+	}
+	res, err := client.Do(req)
 	if err != nil {
 		from := target
 		var u *url.Error
