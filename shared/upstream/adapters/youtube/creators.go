@@ -23,6 +23,7 @@ import (
 
 	"github.com/meridian-data/meridian/shared/upstream"
 	"github.com/meridian-data/meridian/shared/upstream/creator"
+	"github.com/meridian-data/meridian/shared/upstream/htmldata"
 )
 
 const (
@@ -317,6 +318,7 @@ type commentThreadListResponse struct {
 				ID      string `json:"id"`
 				Snippet *struct {
 					TextDisplay           *string `json:"textDisplay"`
+					TextOriginal          *string `json:"textOriginal"`
 					AuthorDisplayName     *string `json:"authorDisplayName"`
 					AuthorProfileImageURL *string `json:"authorProfileImageUrl"`
 					AuthorChannelURL      *string `json:"authorChannelUrl"`
@@ -386,7 +388,7 @@ func comments(ctx context.Context, c *upstream.Call) (any, error) {
 		cs := s.TopLevelComment.Snippet
 		cm := Comment{
 			ID:        t.ID,
-			Text:      text(cs.TextDisplay),
+			Text:      commentText(cs.TextOriginal, cs.TextDisplay),
 			CreatedAt: text(cs.PublishedAt),
 			Likes:     cs.LikeCount,
 			Replies:   s.TotalReplyCount,
@@ -453,6 +455,20 @@ func videoID(v string) (string, bool) {
 func videoURL(id string) string { return siteURL + "/watch?v=" + url.QueryEscape(id) }
 
 func ptr[T any](v T) *T { return &v }
+
+// commentText is what the author wrote: textOriginal, the raw text, when
+// the answer carries it; else textDisplay, which the source renders as
+// HTML (entities, <br>, <b>, links) even when plain text was asked for,
+// read once as HTML.
+func commentText(original, display *string) *string {
+	if t := text(original); t != nil {
+		return t
+	}
+	if display == nil {
+		return nil
+	}
+	return text(ptr(htmldata.FragmentText(*display)))
+}
 
 // text is a present, non-empty string, or null.
 func text(s *string) *string {

@@ -318,3 +318,24 @@ func TestIDsAreStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestCommentsHTMLText reads a commentThreads page in the format the
+// source sends (textDisplay rendered as HTML, textOriginal sometimes
+// absent): the text is what the author wrote, decoded exactly once.
+func TestCommentsHTMLText(t *testing.T) {
+	u := start(t, map[string]string{youtube.KeySecret: testKey})
+	data := u.Data(t, commentsEndpoint, "video_id=Hq7sAmPle0k", "comments-html")
+	if data["count"] != 2.0 || data["has_more"] != true || data["cursor"] != "Z2V0X3JhbmtlZF9zdHJlYW1zLS1TYW1wbGVIdG1sUGFnZTI=" {
+		t.Fatalf("list fields %v", data)
+	}
+	items := adaptertest.Items(t, data)
+	if want := "\"Lanterns\"\n\n[Verse 1]\nI'll keep the porch light on\nYou're the only road home"; items[0]["text"] != want {
+		t.Errorf("HTML-only comment text %q; want %q", items[0]["text"], want)
+	}
+	if want := "Tom & Jerry's theme at 1:35 \u2764\ufe0f"; items[1]["text"] != want {
+		t.Errorf("comment text %q; want textOriginal %q", items[1]["text"], want)
+	}
+	if items[1]["likes"] != 0.0 || items[1]["replies"] != 0.0 {
+		t.Errorf("zero counters %v, %v; want 0, 0", items[1]["likes"], items[1]["replies"])
+	}
+}
