@@ -193,3 +193,37 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+// TestRealFormatVariants reads our fixtures in the formats real answers
+// come in: a JP-store record (Japanese text, integer price 0, a
+// current-version count of 0) and a trimmed record without bundleId,
+// artistId, currency or fileSizeBytes, whose fields stay null.
+func TestRealFormatVariants(t *testing.T) {
+	u := adaptertest.Start(t, Provider(), nil)
+	jp := u.Data(t, endpoint, "app_id=1400000777&country=JP", "jp-store")
+	if jp["name"] != "サンプル音楽パズル！ほしぞらステージ" || jp["size_bytes"] != 2147483904.0 || jp["bundle_id"] != "jp.example.hoshizora" {
+		t.Errorf("jp record = %v", jp)
+	}
+	if r := jp["rating"].(map[string]any); r["current_version_count"] != 0.0 || r["count"] != 20417.0 {
+		t.Errorf("jp rating = %v; the zero count must stay 0", r)
+	}
+	if p := jp["price"].(map[string]any); p["free"] != true || p["currency"] != "JPY" || p["formatted"] != "無料" {
+		t.Errorf("jp price = %v", p)
+	}
+
+	trimmed := u.Data(t, endpoint, "app_id=1400000888&country=DE", "trimmed-record")
+	for _, field := range []string{"bundle_id", "size_bytes", "version"} {
+		if v, ok := trimmed[field]; !ok || v != nil {
+			t.Errorf("%s = %v; want null", field, v)
+		}
+	}
+	if d := trimmed["developer"].(map[string]any); d["id"] != nil || d["name"] != "Beispiel AB" {
+		t.Errorf("trimmed developer = %v", d)
+	}
+	if p := trimmed["price"].(map[string]any); p["free"] != true || p["currency"] != nil || p["formatted"] != "Gratis" {
+		t.Errorf("trimmed price = %v", p)
+	}
+	if w, _ := trimmed["_warnings"].([]any); len(w) != 1 {
+		t.Errorf("_warnings = %v; an absent size is unknown, not unreadable", trimmed["_warnings"])
+	}
+}
