@@ -207,3 +207,29 @@ func TestResetWait(t *testing.T) {
 		}
 	}
 }
+
+// TestRealFormatVariants reads our fixtures in the formats real answers
+// come in: an overseas company (FC number, external registration number,
+// empty snippet) and an answer with a total but neither items_per_page
+// nor start_index, whose short page ends the listing.
+func TestRealFormatVariants(t *testing.T) {
+	u := adaptertest.Start(t, Provider(), nil)
+	overseas := u.Data(t, endpoint, "query=FC051234", "overseas")
+	items := adaptertest.Items(t, overseas)
+	if len(items) != 1 || items[0]["company_number"] != "FC051234" || items[0]["type"] != "oversea-company" ||
+		items[0]["url"] != "https://find-and-update.company-information.service.gov.uk/company/FC051234" {
+		t.Errorf("overseas items = %v", items)
+	}
+	if overseas["total_results"] != 1.0 || overseas["has_more"] != false || overseas["cursor"] != nil {
+		t.Errorf("overseas total, has_more, cursor = %v, %v, %v", overseas["total_results"], overseas["has_more"], overseas["cursor"])
+	}
+
+	bare := u.Data(t, endpoint, "query=sample+no+page+fields", "no-page-fields")
+	items = adaptertest.Items(t, bare)
+	if len(items) != 1 || items[0]["company_number"] != "07790012" || items[0]["status"] != "dissolved" {
+		t.Errorf("items = %v; the leading zero must be kept", items)
+	}
+	if bare["total_results"] != 14.0 || bare["has_more"] != false || bare["cursor"] != nil || bare["dropped"] != 0.0 {
+		t.Errorf("total, has_more, cursor, dropped = %v, %v, %v, %v", bare["total_results"], bare["has_more"], bare["cursor"], bare["dropped"])
+	}
+}
