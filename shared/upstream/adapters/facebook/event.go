@@ -57,7 +57,7 @@ type Host struct {
 	Verified *bool   `json:"verified"`
 }
 
-// Location is where an in-person event takes place.
+// Location is where an in-person event takes place; an online event has none (null).
 type Location struct {
 	Address   *string  `json:"address"`
 	City      *string  `json:"city"`
@@ -304,6 +304,11 @@ func (s *scan) event(id string) Event {
 		CoverURL:    cover(ev["cover_media_renderer"]),
 		Creator:     actor(ev["event_creator"]),
 		Location:    location(ev["event_place"]),
+	}
+	// An online event's event_place is a name-only "Online event"
+	// placeholder, not a place: location is for in-person events only.
+	if out.IsOnline != nil && *out.IsOnline {
+		out.Location = nil
 	}
 	if out.WhenText == nil {
 		out.WhenText = text(ev["capitalized_day_time_sentence"])

@@ -177,6 +177,16 @@ func TestEventOnline(t *testing.T) {
 	}
 }
 
+// TestEventOnlinePlaceIsNoLocation reads an online event whose page sends
+// event_place as Facebook does for one: a FreeformPlace named "Online
+// event", with no address or coordinates. It is no location.
+func TestEventOnlinePlaceIsNoLocation(t *testing.T) {
+	e := direct(t).Data(t, eventEndpoint, "id=2345678901234589", "event-online-place")
+	if e["is_online"] != true || e["location"] != nil || e["id"] != "2345678901234589" {
+		t.Fatalf("event %v", e)
+	}
+}
+
 // A canceled past event at a text-only place; attendance from the older
 // going and interested counts.
 func TestEventCanceled(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"html"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -377,11 +378,14 @@ const searchPath = "/2/tweets/search/recent"
 
 func post(t tweet, users map[string]user) Post {
 	// X leaves out entities a post does not have, so none is an empty list.
-	p := Post{ID: t.ID, Text: text(t.Text), CreatedAt: text(t.CreatedAt), Lang: text(t.Lang), Type: "post",
+	// X sends a post's text with &, < and > escaped as HTML entities
+	// (&amp; &lt; &gt;); they are decoded once, so a typed "&amp;" (sent
+	// as "&amp;amp;") stays as typed.
+	p := Post{ID: t.ID, Text: text(html.UnescapeString(t.Text)), CreatedAt: text(t.CreatedAt), Lang: text(t.Lang), Type: "post",
 		Hashtags: []string{}, Mentions: []string{}, Links: []string{}}
 	ents := t.Entities
 	if t.NoteTweet != nil && t.NoteTweet.Text != "" { // a long post: text is cut at 280 characters
-		p.Text = &t.NoteTweet.Text
+		p.Text = text(html.UnescapeString(t.NoteTweet.Text))
 		if t.NoteTweet.Entities != nil {
 			ents = t.NoteTweet.Entities
 		}

@@ -253,3 +253,50 @@ func TestErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchTextEntitiesDecodedOnce serves a search answer in the form X
+// sent before edit history and view counts (2021): the text carries &amp;
+// &lt; &gt; as X escapes them, counters of zero, no bookmark or impression
+// counts, a quote, includes.tweets and includes.places, and no next_token.
+func TestSearchTextEntitiesDecodedOnce(t *testing.T) {
+	u := start(t)
+	data := u.Data(t, searchEndpoint, "query=sample+market", "search-escaped-2021-form")
+	items := adaptertest.Items(t, data)
+	if len(items) != 2 || data["count"] != 2.0 || data["has_more"] != false || data["cursor"] != nil {
+		t.Fatalf("page: %v", data)
+	}
+	first, second := items[0], items[1]
+	want := "Fish & chips at the #SampleMarket: queue > 20 min, worth it <3. Menu said \u201cR&D's pick\u201d, literally &amp; on the board"
+	if first["text"] != want {
+		t.Errorf("text = %q\nwant   %q", first["text"], want)
+	}
+	stats := first["stats"].(map[string]any)
+	if stats["likes"] != 0.0 || stats["retweets"] != 0.0 || stats["replies"] != 0.0 || stats["quotes"] != 0.0 ||
+		stats["bookmarks"] != nil || stats["views"] != nil {
+		t.Errorf("stats: zeros are counts, absent counters null: %v", stats)
+	}
+	if second["type"] != "quote" || second["referenced_id"] != "1899200000000000007" ||
+		second["author"].(map[string]any)["handle"] != "market_notes" {
+		t.Errorf("quote: %v", second)
+	}
+	if links := second["links"].([]any); len(links) != 2 || links[0] != "https://market.example.org/notes" {
+		t.Errorf("links: %v", links)
+	}
+}
+
+// TestProfileBeforeVerifiedType reads a user as X sent it before
+// verified_type and like_count existed (2021): verified_blue and
+// likes_count are unknown, not false or zero, and zero counts stay zero.
+func TestProfileBeforeVerifiedType(t *testing.T) {
+	u := start(t)
+	p := u.Data(t, profileEndpoint, "handle=sample_lecturer", "profile-2021-form")
+	if p["verified"] != false || p["verified_blue"] != nil || p["verified_type"] != nil || p["likes_count"] != nil ||
+		p["followers"] != 0.0 || p["listed_count"] != 0.0 || p["tweets_count"] != 10233.0 ||
+		p["bio_link"] != "http://www.sample-lecturer.example" || p["pinned_post_id"] != "1360000000000000001" ||
+		p["name"] != "Dr. Sample Lecturer \U0001F308" || p["location"] != "Dundee" {
+		t.Fatalf("profile: %v", p)
+	}
+	if w, _ := p["_warnings"].([]any); len(w) != 1 {
+		t.Errorf("warnings: %v", p["_warnings"])
+	}
+}
