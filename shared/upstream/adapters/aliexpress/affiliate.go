@@ -249,6 +249,7 @@ type apiError struct {
 	Message string     `json:"message"`
 	Msg     string     `json:"msg"`
 	SubCode string     `json:"sub_code"`
+	SubMsg  string     `json:"sub_msg"`
 }
 
 type apiProduct struct {
@@ -395,8 +396,11 @@ func gatewayFault(e apiError) *upstream.Fault {
 	msg := clip(cmp.Or(e.Message, e.Msg))
 	f := &upstream.Fault{Kind: upstream.Rejected, Reason: "the affiliate API refused the call: " + code + " " + e.SubCode + " " + msg}
 	lc := strings.ToLower(code + " " + e.SubCode)
+	// The older TOP form names a call limit only in its text: code 15,
+	// msg "App call limit", sub_msg "qps".
+	callLimit := strings.Contains(strings.ToLower(cmp.Or(e.Message, e.Msg)), "call limit") || strings.EqualFold(strings.TrimSpace(e.SubMsg), "qps")
 	switch {
-	case strings.Contains(lc, "limit") || strings.Contains(lc, "frequency") || strings.Contains(lc, "flow"):
+	case strings.Contains(lc, "limit") || strings.Contains(lc, "frequency") || strings.Contains(lc, "flow") || callLimit:
 		f.Kind = upstream.RateLimited
 	case strings.Contains(lc, "sign") || strings.Contains(lc, "appkey") || strings.Contains(lc, "app_key") ||
 		strings.Contains(lc, "permission") || strings.Contains(lc, "unauthorized") || strings.Contains(lc, "forbidden"):

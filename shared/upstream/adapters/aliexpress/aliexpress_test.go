@@ -196,6 +196,9 @@ func TestAPIFaults(t *testing.T) {
 		}
 	}
 	u.Fault(t, endpoint, "query=rate+limited", upstream.RateLimited)
+	// The older TOP form says the limit in msg and sub_msg, under a code
+	// (15) that names no limit.
+	u.Fault(t, endpoint, "query=call+limit", upstream.RateLimited)
 	u.Fault(t, endpoint, "query=legacy+error", upstream.Rejected)
 	m := u.Fault(t, endpoint, "query=changed+shape", upstream.Malformed)
 	if !strings.Contains(m.Fault.Reason, "resp_result") {
