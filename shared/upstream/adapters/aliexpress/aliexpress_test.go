@@ -165,6 +165,19 @@ func TestAPICannotServeShipFrom(t *testing.T) {
 	}
 }
 
+// An answer for a target currency other than the product's (the real
+// form: USD prices beside BRL target prices, a discount string, small
+// images under "string", no page or total counts) is priced in the
+// target currency.
+func TestAPITargetCurrency(t *testing.T) {
+	u := startAPI(t, nil)
+	data := u.Data(t, endpoint, "query=pocket+mp3+player&currency=BRL&region=BR", "search-brl-target")
+	items := adaptertest.Items(t, data)
+	if len(items) != 1 || data["currency"] != "BRL" || items[0]["id"] != "1005009876543210" || items[0]["sales"] != 187.0 {
+		t.Fatalf("%v", data)
+	}
+}
+
 func TestAPIEmptyAndSparse(t *testing.T) {
 	u := startAPI(t, nil)
 	for _, q := range []string{"qwxzv+nothing", "qwxzv+empty"} {
