@@ -19,11 +19,16 @@ var bLastUsed = []byte("lastused")
 // lastUsedEvery is how stale the file's copy of a key's last use may get.
 const lastUsedEvery = time.Minute
 
+// lastUsedGather is how long a use due to be written waits for others, so
+// that many keys' first uses (a burst of new keys) share one commit.
+const lastUsedGather = 10 * time.Millisecond
+
 type lastUses struct {
-	mu     sync.Mutex
-	seen   map[string]time.Time // key id -> latest use
-	saved  map[string]time.Time // key id -> latest use written to the file
-	writes sync.WaitGroup
+	mu      sync.Mutex
+	seen    map[string]time.Time // key id -> latest use
+	saved   map[string]time.Time // key id -> latest use written to the file
+	pending map[string]time.Time // account id \x00 key id -> use to write
+	writes  sync.WaitGroup
 }
 
 // noteUse records that k authenticated a request at now.
@@ -37,30 +42,50 @@ func (s *Store) noteUse(k store.Key, now time.Time) {
 		u.seen[k.ID] = now
 	}
 	save := now.Sub(u.saved[k.ID]) >= lastUsedEvery
-	if save {
-		u.saved[k.ID] = now
-	}
-	u.mu.Unlock()
 	if !save {
+		u.mu.Unlock()
 		return
 	}
-	u.writes.Add(1)
-	go func() {
-		defer u.writes.Done()
-		_ = s.db.Batch(func(tx *bolt.Tx) error {
-			b, err := tx.CreateBucketIfNotExists(bLastUsed)
-			if err != nil {
-				return err
-			}
-			id := join(k.AccountID, k.ID)
-			if old := b.Get(id); old != nil {
-				if t, err := time.Parse(time.RFC3339Nano, string(old)); err == nil && !now.After(t) {
-					return nil
+	u.saved[k.ID] = now
+	first := u.pending == nil
+	if first {
+		u.pending = map[string]time.Time{}
+		u.writes.Add(1)
+	}
+	u.pending[string(join(k.AccountID, k.ID))] = now
+	u.mu.Unlock()
+	if first {
+		go s.writeUses()
+	}
+}
+
+// writeUses writes the uses pending after lastUsedGather in one commit,
+// each unless the file already holds a later one.
+func (s *Store) writeUses() {
+	u := &s.uses
+	defer u.writes.Done()
+	time.Sleep(lastUsedGather)
+	u.mu.Lock()
+	pending := u.pending
+	u.pending = nil
+	u.mu.Unlock()
+	_ = s.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bLastUsed)
+		if err != nil {
+			return err
+		}
+		for id, at := range pending {
+			if old := b.Get([]byte(id)); old != nil {
+				if t, err := time.Parse(time.RFC3339Nano, string(old)); err == nil && !at.After(t) {
+					continue
 				}
 			}
-			return b.Put(id, []byte(now.UTC().Format(time.RFC3339Nano)))
-		})
-	}()
+			if err := b.Put([]byte(id), []byte(at.UTC().Format(time.RFC3339Nano))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // fillLastUsed sets each key's LastUsedAt from the file and from memory,

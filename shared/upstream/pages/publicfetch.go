@@ -176,20 +176,7 @@ func (f *PublicFetcher) Services() []string {
 // transport failure. It never asks a web-unblocking service: the
 // same-handle probe's fetch.
 func (f *PublicFetcher) Fetch(ctx context.Context, rawURL string) (int, []byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	if f.replay != nil {
-		return f.replayed(ctx, rawURL)
-	}
-	if m := f.movedTo(rawURL); m != nil {
-		return f.fetchMoved(ctx, m, rawURL)
-	}
-	u, err := f.policy.Check(ctx, rawURL)
-	if err != nil {
-		return 0, nil, refusal(err)
-	}
-	a := f.direct(ctx, u.String())
-	return a.status, a.body, a.err
+	return f.fetch(ctx, rawURL, false)
 }
 
 // FetchUnblocking reads rawURL as Fetch does and, when rawURL is one
@@ -198,6 +185,11 @@ func (f *PublicFetcher) Fetch(ctx context.Context, rawURL string) (int, []byte, 
 // answers, the site's own answer stands. Errors never carry a service's
 // key.
 func (f *PublicFetcher) FetchUnblocking(ctx context.Context, rawURL string) (int, []byte, error) {
+	return f.fetch(ctx, rawURL, true)
+}
+
+// fetch is Fetch, and with unblocking FetchUnblocking.
+func (f *PublicFetcher) fetch(ctx context.Context, rawURL string, unblocking bool) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	if f.replay != nil {
@@ -212,7 +204,7 @@ func (f *PublicFetcher) FetchUnblocking(ctx context.Context, rawURL string) (int
 	}
 	target := u.String()
 	a := f.direct(ctx, target)
-	if len(f.services) == 0 || f.unblock == nil || ctx.Err() != nil || !a.blocked() || !f.unblock(rawURL) || !f.unblock(a.from) {
+	if !unblocking || len(f.services) == 0 || f.unblock == nil || ctx.Err() != nil || !a.blocked() || !f.unblock(rawURL) || !f.unblock(a.from) {
 		return a.status, a.body, a.err
 	}
 	if s, b, serr := f.viaServices(ctx, f.services, target); serr == nil {
