@@ -488,8 +488,11 @@ type statusWriter struct {
 	wrote   bool
 	capture *bytes.Buffer
 	holding bool
-	held    bytes.Buffer
+	held    *bytes.Buffer // from heldBuffers while holding a body
 }
+
+// heldBuffers keeps the buffers of held answers between requests.
+var heldBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 func (s *statusWriter) WriteHeader(code int) {
 	if s.wrote {
@@ -518,6 +521,9 @@ func (s *statusWriter) Write(b []byte) (int, error) {
 		s.capture.Write(b)
 	}
 	if s.holding {
+		if s.held == nil {
+			s.held = heldBuffers.Get().(*bytes.Buffer)
+		}
 		return s.held.Write(b)
 	}
 	return s.ResponseWriter.Write(b)
@@ -533,8 +539,10 @@ func (s *statusWriter) send() {
 		return
 	}
 	s.ResponseWriter.WriteHeader(s.status)
-	if s.held.Len() > 0 {
+	if s.held != nil {
 		_, _ = s.ResponseWriter.Write(s.held.Bytes())
-		s.held = bytes.Buffer{}
+		s.held.Reset()
+		heldBuffers.Put(s.held)
+		s.held = nil
 	}
 }
