@@ -156,7 +156,18 @@ type Runner struct {
 	allow Allowances
 	// memory keeps remembered resolutions; nil keeps none.
 	memory Memory
+	// meter admits every upstream request; nil admits all.
+	meter Meter
 }
+
+// Meter admits one upstream request of provider's route: false refuses it
+// before it leaves (the canary's budget of source requests). It is asked
+// once per request, every fetch of an adapter included.
+type Meter func(ctx context.Context, provider string) bool
+
+// BudgetSpent is the Code of the fault a request the meter refused ends
+// with.
+const BudgetSpent = "budget_spent"
 
 // Settings say where providers live and which credentials are present.
 type Settings struct {
@@ -255,6 +266,14 @@ func (r *Runner) WithMemory(m Memory) *Runner {
 	return &c
 }
 
+// WithMeter is the runner asking m before every upstream request (the
+// same routes and their health).
+func (r *Runner) WithMeter(m Meter) *Runner {
+	c := *r
+	c.meter = m
+	return &c
+}
+
 // configure reads a provider's base URL and secrets; ok is false when a
 // required secret is missing, so the provider's routes are not eligible.
 func configure(p *Provider, s Settings) (base string, secrets map[string]string, ok bool) {
@@ -309,6 +328,16 @@ func apiClient() *http.Client {
 // Eligible reports whether the endpoint has at least one eligible route.
 func (r *Runner) Eligible(endpoint string) bool { return len(r.routes[endpoint]) > 0 }
 
+// Routes names the endpoint's eligible routes (their providers), in the
+// order Serve tries them.
+func (r *Runner) Routes(endpoint string) []string {
+	names := make([]string, 0, len(r.routes[endpoint]))
+	for _, rt := range r.routes[endpoint] {
+		names = append(names, rt.provider.Name)
+	}
+	return names
+}
+
 // Endpoints lists the endpoint keys with an eligible route.
 func (r *Runner) Endpoints() []string {
 	keys := make([]string, 0, len(r.routes))
@@ -337,6 +366,9 @@ type Outcome struct {
 	// AllowanceErr is the store's error when a route's allowance could
 	// not be taken: the route was not called (fail closed).
 	AllowanceErr error
+	// BudgetSpent: the meter refused a request (WithMeter), so a route
+	// was not called or did not finish.
+	BudgetSpent bool
 }
 
 // Serve runs an endpoint over its routes: each route in order unless it is
@@ -344,10 +376,24 @@ type Outcome struct {
 // budget leaves room for the routes after it, until one answers. A
 // definitive fault ("not found", an unusable parameter) ends the call.
 func (r *Runner) Serve(ctx context.Context, endpoint string, params map[string]string) Outcome {
+	return r.serve(ctx, r.routes[endpoint], params)
+}
+
+// ServeRoute is Serve over the one route of provider (the canary checks
+// each route alone); an endpoint without that route is served by none.
+func (r *Runner) ServeRoute(ctx context.Context, endpoint, provider string, params map[string]string) Outcome {
+	for _, rt := range r.routes[endpoint] {
+		if rt.provider.Name == provider {
+			return r.serve(ctx, []*route{rt}, params)
+		}
+	}
+	return Outcome{}
+}
+
+func (r *Runner) serve(ctx context.Context, routes []*route, params map[string]string) Outcome {
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
 	var out Outcome
-	routes := r.routes[endpoint]
 	for i, rt := range routes {
 		if wait := rt.cooldownLeft(r.opts.Now()); wait > 0 {
 			if out.Skipped == 0 || wait < out.Skipped {
@@ -358,6 +404,7 @@ func (r *Runner) Serve(ctx context.Context, endpoint string, params map[string]s
 		data, fault, leg, gate := r.tryRoute(ctx, rt, params, r.reserveFor(routes[i+1:]))
 		if leg.Attempts == 0 {
 			// Not called: passed over like a resting route.
+			out.BudgetSpent = out.BudgetSpent || gate.budget
 			if gate.err != nil && out.AllowanceErr == nil {
 				out.AllowanceErr = gate.err
 			}
@@ -377,7 +424,8 @@ func (r *Runner) Serve(ctx context.Context, endpoint string, params map[string]s
 			return out
 		}
 		out.Fault = fault
-		if fault.Kind.definitive() || ctx.Err() != nil {
+		out.BudgetSpent = out.BudgetSpent || fault.Code == BudgetSpent
+		if fault.Kind.definitive() || ctx.Err() != nil || out.BudgetSpent {
 			break
 		}
 	}
@@ -403,13 +451,15 @@ func (r *Runner) reserveFor(later []*route) time.Duration {
 }
 
 // gate is why a route's next attempt was not made: its allowance is spent,
-// or the store could not take a unit (err).
+// the store could not take a unit (err), or the meter refused its first
+// request (budget).
 type gate struct {
-	spent bool
-	err   error
+	spent  bool
+	err    error
+	budget bool
 }
 
-func (g gate) closed() bool { return g.spent || g.err != nil }
+func (g gate) closed() bool { return g.spent || g.err != nil || g.budget }
 
 // take takes one unit of the route's allowance for the next attempt.
 func (r *Runner) take(ctx context.Context, rt *route) gate {
@@ -495,10 +545,14 @@ func (r *Runner) tryRoute(ctx context.Context, rt *route, params map[string]stri
 				return nil
 			}
 		}
-		got, f := r.attempt(ctx, rt, params, take)
+		got, f, sent := r.attempt(ctx, rt, params, take)
 		if took.closed() {
 			g = took
 			break // no request was made, so no attempt; a retry keeps the fault it had
+		}
+		if sent == 0 && f != nil && f.Code == BudgetSpent {
+			g = gate{budget: true}
+			break // likewise: the meter refused the attempt's first request
 		}
 		leg.Attempts++
 		data, last = got, f
@@ -507,7 +561,7 @@ func (r *Runner) tryRoute(ctx context.Context, rt *route, params map[string]stri
 			break
 		}
 		leg.Status, leg.Fault = last.Status, last.Kind
-		if !last.Kind.retryable() || ctx.Err() != nil {
+		if !last.Kind.retryable() || ctx.Err() != nil || last.Code == BudgetSpent {
 			break
 		}
 	}
@@ -517,21 +571,27 @@ func (r *Runner) tryRoute(ctx context.Context, rt *route, params map[string]stri
 	return data, last, leg, g
 }
 
-// attempt runs the adapter once under the attempt timeout.
-func (r *Runner) attempt(ctx context.Context, rt *route, params map[string]string, take func(context.Context) *Fault) (any, *Fault) {
+// attempt runs the adapter once under the attempt timeout; sent is how
+// many upstream requests it made (counted when a meter or an allowance
+// gates them).
+func (r *Runner) attempt(ctx context.Context, rt *route, params map[string]string, take func(context.Context) *Fault) (any, *Fault, int64) {
 	actx, cancel := context.WithTimeout(ctx, rt.timeout)
 	defer cancel()
 	c := &Call{Params: params, BaseURL: rt.baseURL, Now: r.opts.Now(), secrets: rt.secrets, client: r.client, public: r.public,
 		provider: rt.provider.Name, memory: r.memory}
-	if take != nil {
+	if take != nil || r.meter != nil {
 		c.admit = &admission{take: take}
+		if m := r.meter; m != nil {
+			c.admit.meter = func(ctx context.Context) bool { return m(ctx, rt.provider.Name) }
+		}
 	}
 	data, err := rt.adapter(actx, c)
+	sent := c.admit.requests()
 	if err == nil && data == nil {
 		err = MalformedFault("the adapter mapped no data")
 	}
 	if err == nil {
-		return data, nil
+		return data, nil, sent
 	}
 	var f *Fault
 	if !errors.As(err, &f) {
@@ -547,7 +607,7 @@ func (r *Runner) attempt(ctx context.Context, rt *route, params map[string]strin
 			f.Reason = strings.ReplaceAll(f.Reason, secret, "[redacted]")
 		}
 	}
-	return nil, f
+	return nil, f, sent
 }
 
 // backoff waits before a retry: exponential with jitter ("equal jitter":

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -158,21 +159,42 @@ func (c *Call) Remembered(ctx context.Context, key string, ttl time.Duration, re
 	return v, nil
 }
 
-// admission is the once-per-attempt gate of a limited route; copies of a
-// Call (an adapter may copy one to change its base URL) share it.
+// admission is the once-per-attempt gate of a limited route (take) and the
+// runner's meter, asked for every request; copies of a Call (an adapter
+// may copy one to change its base URL) share it.
 type admission struct {
 	once  sync.Once
 	take  func(context.Context) *Fault
 	fault *Fault
+	meter func(context.Context) bool
+	sent  atomic.Int64
 }
 
-// admitted runs the attempt's gate on its first upstream request.
+// admitted runs the attempt's gate on its first upstream request, then the
+// meter on every request.
 func (c *Call) admitted(ctx context.Context) *Fault {
 	if c.admit == nil {
 		return nil
 	}
-	c.admit.once.Do(func() { c.admit.fault = c.admit.take(ctx) })
-	return c.admit.fault
+	if c.admit.take != nil {
+		c.admit.once.Do(func() { c.admit.fault = c.admit.take(ctx) })
+		if c.admit.fault != nil {
+			return c.admit.fault
+		}
+	}
+	if c.admit.meter != nil && !c.admit.meter(ctx) {
+		return &Fault{Kind: Rejected, Code: BudgetSpent, Reason: "the run's budget of source requests is spent"}
+	}
+	c.admit.sent.Add(1)
+	return nil
+}
+
+// requests is how many upstream requests were admitted (0 without a gate).
+func (a *admission) requests() int64 {
+	if a == nil {
+		return 0
+	}
+	return a.sent.Load()
 }
 
 // Param returns a validated parameter's value ("" when absent).

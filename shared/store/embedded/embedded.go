@@ -67,7 +67,7 @@ func Open(dir string) (*Store, error) {
 	err = db.Update(func(tx *bolt.Tx) error {
 		leased := tx.Bucket(bLeases) != nil
 		for _, b := range [][]byte{bAccounts, bConsole, bKeys, bKeyHash, bLedger, bReservations, bLeases, bCache, bIdempotency,
-			bFairUse, bOutcomes, bOutcomeMarks, bOutcomeExpiry, bOutbox, bOutboxIDs, bAllowances, bRecalls} {
+			bFairUse, bOutcomes, bOutcomeMarks, bOutcomeExpiry, bOutbox, bOutboxIDs, bAllowances, bRecalls, bCanary} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -1164,3 +1164,42 @@ func before(c *bolt.Cursor, start []byte) (k, v []byte) {
 	}
 	return k, v
 }
+
+var bCanary = []byte("canary") // run time (store.CanaryRunTimeFormat) -> report
+
+func (s *Store) RecordCanaryRun(ctx context.Context, r store.CanaryRun) error {
+	if err := store.CheckCanaryRun(r); err != nil {
+		return err
+	}
+	return s.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bCanary)
+		// Runs past the retention go as new ones come.
+		cutoff := []byte(r.At.Add(-store.CanaryRetention).UTC().Format(store.CanaryRunTimeFormat))
+		c := b.Cursor()
+		for k, _ := c.First(); k != nil && bytes.Compare(k, cutoff) < 0; k, _ = c.Next() {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+		return b.Put([]byte(r.At.UTC().Format(store.CanaryRunTimeFormat)), bytes.Clone(r.Report))
+	})
+}
+
+func (s *Store) CanaryRuns(ctx context.Context, limit int, now time.Time) ([]store.CanaryRun, error) {
+	var runs []store.CanaryRun
+	from := []byte(now.Add(-store.CanaryRetention).UTC().Format(store.CanaryRunTimeFormat))
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bCanary).Cursor()
+		for k, v := c.Last(); k != nil && len(runs) < limit && bytes.Compare(k, from) >= 0; k, v = c.Prev() {
+			at, err := time.Parse(store.CanaryRunTimeFormat, string(k))
+			if err != nil {
+				return err
+			}
+			runs = append(runs, store.CanaryRun{At: at, Report: bytes.Clone(v)})
+		}
+		return nil
+	})
+	return runs, err
+}
+
+var _ store.CanaryLog = (*Store)(nil)

@@ -87,6 +87,7 @@ func Run(t *testing.T, newStore Factory) {
 		"ConcurrentStartJob":            testConcurrentStartJob,
 		"ConcurrentFinishJob":           testConcurrentFinishJob,
 		"ConcurrentCompleteRuns":        testConcurrentCompleteRuns,
+		"CanaryLog":                     testCanaryLog,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
