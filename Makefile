@@ -65,6 +65,10 @@ fuzz: ## every fuzz target of shared/, functions/ and scripts/ (scripts/fuzz.sh 
 clean:
 	rm -rf $(BUILD_DIR)
 
+.PHONY: canary-baseline
+canary-baseline: ## rewrite shared/canary/baseline.json: each operation's fill rate on each route, from the replay fixtures (review the diff)
+	scripts/canary.sh -replay -write-baseline shared/canary/baseline.json -json >/dev/null
+
 .PHONY: bench
 bench: ## every benchmark of BENCHMARKS.md (scripts/bench.sh; installs wrk, starts DynamoDB Local); not part of make test
 	scripts/bench.sh

@@ -12,12 +12,12 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/meridian-data/meridian/shared/app"
+	"github.com/meridian-data/meridian/shared/canary"
 	"github.com/meridian-data/meridian/shared/params"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/upstream"
@@ -41,34 +41,32 @@ func runCanary(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errOut.String()
 }
 
-func parseRows(t *testing.T, out string) map[string]row {
+// parseRows reads -json: one check per line, keyed "operation route".
+func parseRows(t *testing.T, out string) map[string]canary.Check {
 	t.Helper()
-	rows := map[string]row{}
+	rows := map[string]canary.Check{}
 	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var r row
+		var r canary.Check
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatalf("not one JSON object per line: %v: %s", err, sc.Text())
 		}
-		rows[r.Operation] = r
+		rows[r.Operation+" "+r.Route] = r
 	}
 	return rows
 }
 
-// replayEndpoints is every endpoint some shipped provider serves: in
-// replay mode each of them has a route.
-func replayEndpoints() []string {
-	seen := map[string]bool{}
+// replayRoutes is every operation and route the shipped providers serve
+// ("operation route"): in replay mode each of them is configured.
+func replayRoutes() []string {
 	var keys []string
 	for _, p := range adapters.All() {
 		for k := range p.Endpoints {
 			if e, _ := registry.Default().Endpoint(k); e != nil && e.LimitedCapacity {
 				continue // run only when -only names it
 			}
-			if !seen[k] {
-				seen[k] = true
-				keys = append(keys, k)
-			}
+			keys = append(keys, k+" "+p.Name)
 		}
 	}
 	sort.Strings(keys)
@@ -79,7 +77,7 @@ func TestReplayEveryRouteAnswersAndValidates(t *testing.T) {
 	offline(t)
 	// -replay is what allows replay; the variable alone is refused (below).
 	t.Setenv(app.EnvUpstream, app.UpstreamReplay)
-	want := replayEndpoints()
+	want := replayRoutes()
 	if len(want) == 0 {
 		t.Fatal("no provider serves any endpoint")
 	}
@@ -101,10 +99,18 @@ func TestReplayEveryRouteAnswersAndValidates(t *testing.T) {
 			t.Errorf("%s: status %q ok=%v (%s)", k, r.Status, r.OK, r.Reason)
 		case r.Schema != "valid":
 			t.Errorf("%s: schema %q: %s", k, r.Schema, r.SchemaError)
-		case r.Route == "" || len(r.Legs) == 0 || r.Legs[len(r.Legs)-1].Route != r.Route || !r.Legs[len(r.Legs)-1].OK:
-			t.Errorf("%s: route %q, legs %+v", k, r.Route, r.Legs)
-		case r.Fields == nil || r.Fields.Top.Total == 0 || r.Fields.Top.Filled == 0:
-			t.Errorf("%s: fields %+v", k, r.Fields)
+		case len(r.Legs) != 1 || r.Legs[0].Route != r.Route || !r.Legs[0].OK:
+			t.Errorf("%s: one leg on its own route, got %+v", k, r.Legs)
+		case r.FillRate == nil || *r.FillRate <= 0 || *r.FillRate > 1 || len(r.FilledFields) == 0:
+			t.Errorf("%s: fill rate %v, fields %v", k, r.FillRate, r.FilledFields)
+		case r.BaselineFillRate == nil || r.BaselineSource != "fixtures" || len(r.NullFields) != 0 || r.Drifting:
+			t.Errorf("%s: against its baseline: %v (%s), null %v, drifting %v", k, r.BaselineFillRate, r.BaselineSource, r.NullFields, r.Drifting)
+		}
+	}
+	// fill_rate and null_fields are always there: null and [] when no data.
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.Contains(line, `"fill_rate":`) || !strings.Contains(line, `"null_fields":`) {
+			t.Fatalf("a row without fill_rate or null_fields: %s", line)
 		}
 	}
 
@@ -117,14 +123,36 @@ func TestReplayEveryRouteAnswersAndValidates(t *testing.T) {
 	if len(lines) != len(want)+2 || !strings.HasPrefix(lines[0], "OPERATION") {
 		t.Fatalf("table:\n%s", out)
 	}
-	for i, k := range want {
-		f := strings.Fields(lines[i+1])
-		if f[0] != k || f[2] != "ok" || f[4] != "valid" || !strings.Contains(lines[i+1], " top") {
-			t.Errorf("table line %q", lines[i+1])
+	for _, line := range lines[1 : len(lines)-1] {
+		f := strings.Fields(line)
+		if _, ok := rows[f[0]+" "+f[1]]; !ok || f[2] != "ok" || f[4] != "valid" || !strings.HasSuffix(f[5], "%") {
+			t.Errorf("table line %q", line)
 		}
 	}
-	if last := lines[len(lines)-1]; !strings.Contains(last, "0 failed") {
+	if last := lines[len(lines)-1]; !strings.Contains(last, "0 drifting, 0 failed") {
 		t.Errorf("summary %q", last)
+	}
+}
+
+// The shipped baselines are what the fixtures give today: a change to a
+// fixture or a parser that moves a fill rate shows up here, and make
+// canary-baseline writes the new file for review.
+func TestShippedBaselinesMatchTheFixtures(t *testing.T) {
+	offline(t)
+	file := filepath.Join(t.TempDir(), "baseline.json")
+	if code, _, errOut := runCanary(t, "-replay", "-fixtures", fixtures, "-write-baseline", file, "-json"); code != exitOK {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	got, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped, err := os.ReadFile(filepath.Join("..", "..", canary.BaselineFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, shipped) {
+		t.Fatalf("%s is not what the fixtures give today: run make canary-baseline and review the diff", canary.BaselineFile)
 	}
 }
 
@@ -141,12 +169,12 @@ func TestFailingProviderIsAFailedRow(t *testing.T) {
 	if code != exitFailed {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitFailed, out, errOut)
 	}
-	r := parseRows(t, out)["code_host/profile"]
+	r := parseRows(t, out)["code_host/profile github_rest"]
 	if r.OK || r.Status != "server_error 502" || r.HTTPStatus != http.StatusBadGateway || r.ErrorType != "UPSTREAM_ERROR" {
 		t.Errorf("row %+v", r)
 	}
-	if r.Route != "" || r.Schema != "" || r.Fields != nil {
-		t.Errorf("a failed call shows no route, schema or fields: %+v", r)
+	if r.Schema != "" || r.FillRate != nil || len(r.NullFields) != 0 || r.Attempts != upstream.DefaultMaxAttempts {
+		t.Errorf("a failed call shows no schema or fill: %+v", r)
 	}
 	if len(r.Legs) != 1 || r.Legs[0].Route != "github_rest" || r.Legs[0].Attempts != upstream.DefaultMaxAttempts ||
 		r.Legs[0].Status != 500 || r.Legs[0].Fault != "server_error" || r.Legs[0].OK {
@@ -167,59 +195,6 @@ func writeFixture(t *testing.T, dir, provider, name, body string) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, provider, name), []byte(body), 0o644); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// fakeServer answers every call with the same outcome.
-type fakeServer struct{ out upstream.Outcome }
-
-func (f fakeServer) Eligible(string) bool { return true }
-func (f fakeServer) Serve(context.Context, string, map[string]string) upstream.Outcome {
-	return f.out
-}
-func (f fakeServer) URLPolicy() *upstream.URLPolicy { return nil }
-
-func TestDataThatDoesNotValidateFails(t *testing.T) {
-	data := map[string]any{"handle": "golang", "followers": "a great many", "name": nil}
-	c := &canary{srv: fakeServer{upstream.Outcome{Data: data, Trace: upstream.Trace{ServedBy: "github_rest", Attempts: 1,
-		Legs: []upstream.Leg{{ServedBy: "github_rest", Attempts: 1, OK: true}}}}},
-		reg: registry.Default(), timeout: time.Second, redact: func(s string) string { return s }}
-	r := c.check(context.Background(), "code_host/profile")
-	if r.OK || r.Status != "ok" || r.Schema != "invalid" {
-		t.Fatalf("row %+v", r)
-	}
-	if !strings.Contains(r.SchemaError, "/followers") || !strings.Contains(r.SchemaError, "got string") {
-		t.Errorf("schema error %q", r.SchemaError)
-	}
-	if strings.Contains(r.SchemaError, "great many") {
-		t.Errorf("the schema error quotes the data: %q", r.SchemaError)
-	}
-	// handle and followers are filled, name is null; the rest of the
-	// schema's fields (not _warnings) are missing.
-	if r.Fields == nil || r.Fields.Top.Filled != 2 || r.Fields.Top.Total != 14 || r.Fields.Item != nil {
-		t.Errorf("fields %+v", r.Fields)
-	}
-	var out bytes.Buffer
-	if err := writeTable(&out, []row{r}); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out.String(), "invalid") || !strings.Contains(out.String(), "1 failed") {
-		t.Errorf("table:\n%s", out.String())
-	}
-}
-
-func TestFieldsFilledCountsTheFirstItem(t *testing.T) {
-	doc := map[string]any{"items": []any{map[string]any{"id": "1", "name": nil}}, "count": 1.0, "_warnings": nil}
-	f := fieldsFilled("code_host/profile/repos", doc)
-	if f == nil || f.Item == nil || f.Item.Filled != 1 || f.Item.Total != 17 || f.Top.Filled != 2 || f.Top.Total != 4 {
-		t.Fatalf("%+v %+v", f, f.Item)
-	}
-	if got := f.String(); got != "2/4 top, 1/17 item" {
-		t.Errorf("String() = %q", got)
-	}
-	empty := fieldsFilled("code_host/profile/repos", map[string]any{"items": []any{}})
-	if got := empty.String(); got != "1/4 top, 0 items" {
-		t.Errorf("empty list: %q", got)
 	}
 }
 
@@ -274,7 +249,11 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("MERIDIAN_UPSTREAM=replay without -replay: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 	t.Setenv(app.EnvUpstream, "")
-	for _, args := range [][]string{{"-only", "nope/nothing"}, {"-only", "utility/endpoints"}, {"-timeout", "0s"}, {"extra"}} {
+	if code, out, _ := runCanary(t, "-write-baseline", filepath.Join(t.TempDir(), "b.json")); code != exitUsage || out != "" {
+		t.Errorf("-write-baseline without -replay: exit %d, stdout %q", code, out)
+	}
+	for _, args := range [][]string{{"-only", "nope/nothing"}, {"-only", "utility/endpoints"}, {"-timeout", "0s"}, {"extra"},
+		{"-budget", "0"}, {"-fill-share", "1.5"}, {"-fill-share", "0"}} {
 		if code, out, _ := runCanary(t, append(args, "-replay", "-fixtures", fixtures)...); code != exitUsage || out != "" {
 			t.Errorf("%v: exit %d, stdout %q", args, code, out)
 		}
@@ -286,7 +265,7 @@ func TestOnlyAnEndpointWithoutARoute(t *testing.T) {
 	offline(t)
 	// search/all is built from other operations (issue 18), not served by a provider.
 	code, out, _ := runCanary(t, "-replay", "-fixtures", fixtures, "-only", "search/all", "-json")
-	r := parseRows(t, out)["search/all"]
+	r := parseRows(t, out)["search/all "]
 	if code != exitFailed || r.OK || r.Status != "no_route 501" || r.ErrorType != "ENDPOINT_NOT_AVAILABLE" {
 		t.Errorf("exit %d, row %+v", code, r)
 	}
@@ -299,7 +278,7 @@ func TestEveryExampleValidates(t *testing.T) {
 		if e.Kind != registry.Data || e.Retired() {
 			continue
 		}
-		q, path := exampleRequest(e)
+		q, path := e.Example()
 		if _, err := params.Validate(e, q, path); err != nil {
 			t.Errorf("%s: %v (%v)", e.Key(), err, err.Details)
 		}

@@ -1,18 +1,23 @@
-// Command canary is the operators' live canary (scripts/canary.sh): it
-// builds the upstream runner exactly as a deployment does (environment
-// variables, overlaid by the Secrets Manager secret MERIDIAN_UPSTREAM_SECRET
-// names), calls every wired data endpoint once with the registry's example
-// request, validates data against the endpoint's schema and prints a table
-// of operation, route, status, latency, schema and fields filled.
+// Command canary is the operators' canary (scripts/canary.sh): it builds
+// the upstream runner exactly as a deployment does (environment variables,
+// overlaid by the Secrets Manager secret MERIDIAN_UPSTREAM_SECRET names)
+// and runs shared/canary once: every available operation's catalogue
+// example on each configured route, within a budget of source requests,
+// each answer judged by its schema and its fill rate against the shipped
+// baseline (shared/canary/baseline.json). It prints a table of operation,
+// route, status, latency, schema, fill rate and the fields gone null.
 //
-//	go run ./scripts/canary                       # every endpoint with an eligible route
+//	go run ./scripts/canary                       # every operation with a route, live
 //	go run ./scripts/canary -only code_host/profile,company_registry/search
-//	go run ./scripts/canary -json                 # one JSON object per operation
+//	go run ./scripts/canary -json                 # one JSON object per operation and route
 //	go run ./scripts/canary -replay               # against the replay fixtures, offline
+//	go run ./scripts/canary -replay -write-baseline shared/canary/baseline.json
 //
-// It exits 1 when an operation failed or returned data that does not
-// validate, 2 on a usage or configuration error. Live mode calls the real
-// sources and spends their quota: it is never part of make test.
+// It exits 1 when an operation failed, returned data that does not
+// validate or drifted below the fill share of its baseline, 2 on a usage
+// or configuration error. Live mode calls the real sources and spends
+// their quota: it is never part of make test. The deployment runs the
+// same canary on a schedule (functions/canary).
 package main
 
 import (
@@ -23,11 +28,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/meridian-data/meridian/shared/app"
+	"github.com/meridian-data/meridian/shared/canary"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/upstream/adapters"
 	"github.com/meridian-data/meridian/shared/upstream/replay"
@@ -36,7 +41,7 @@ import (
 // Exit codes.
 const (
 	exitOK     = 0
-	exitFailed = 1 // an operation failed or its data does not validate
+	exitFailed = 1 // an operation failed, its data does not validate, or it drifted
 	exitUsage  = 2 // bad flags or configuration; nothing was called
 )
 
@@ -46,11 +51,14 @@ func main() {
 
 // options are the parsed flags.
 type options struct {
-	only     []string
-	timeout  time.Duration
-	json     bool
-	replay   bool
-	fixtures string
+	only          []string
+	timeout       time.Duration
+	json          bool
+	replay        bool
+	fixtures      string
+	budget        int64
+	fillShare     float64
+	writeBaseline string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -58,19 +66,29 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var only string
 	fs := flag.NewFlagSet("canary", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&only, "only", "", "comma-separated platform/endpoint keys to check (default: every endpoint with an eligible route)")
-	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "per-call timeout")
-	fs.BoolVar(&o.json, "json", false, "print one JSON object per operation instead of a table")
+	fs.StringVar(&only, "only", "", "comma-separated platform/endpoint keys to check (default: every operation with an eligible route)")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "per-check timeout")
+	fs.BoolVar(&o.json, "json", false, "print one JSON object per operation and route instead of a table")
 	fs.BoolVar(&o.replay, "replay", false, "run against the local replay upstream (fixtures) instead of the live sources")
 	fs.StringVar(&o.fixtures, "fixtures", replay.DefaultDir, "replay fixtures folder, with -replay (relative paths: from the working directory, which scripts/canary.sh sets to the repository root)")
+	fs.Int64Var(&o.budget, "budget", canary.DefaultBudget, "the most source requests the run makes, every route, retry and fetch included")
+	fs.Float64Var(&o.fillShare, "fill-share", canary.DefaultFillShare, "a fill rate below this share of its baseline is drift")
+	fs.StringVar(&o.writeBaseline, "write-baseline", "", "with -replay: write the run's fills as the baseline file (make canary-baseline)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
-	if o.timeout <= 0 {
+	switch {
+	case o.timeout <= 0:
 		return o, errors.New("-timeout must be positive")
+	case o.budget <= 0:
+		return o, errors.New("-budget must be positive")
+	case o.fillShare <= 0 || o.fillShare > 1:
+		return o, errors.New("-fill-share must be above 0 and at most 1")
+	case o.writeBaseline != "" && !o.replay:
+		return o, errors.New("-write-baseline needs -replay: baselines come from the fixtures")
 	}
 	for _, k := range strings.Split(only, ",") {
 		if k = strings.Trim(strings.TrimSpace(k), "/"); k != "" {
@@ -133,59 +151,42 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, secrets a
 		}
 	}
 	runner := app.NewUpstream(logger, lookup, replayURL)
-
-	keys := o.only
-	if len(keys) == 0 {
-		// A limited-capacity endpoint's shared monthly allowance is counted
-		// in the deployment's store, which the canary does not touch: it
-		// runs only when -only names it.
-		for _, k := range runner.Endpoints() {
-			if e, ok := reg.Endpoint(k); ok && !e.LimitedCapacity {
-				keys = append(keys, k)
-			}
-		}
+	shipped, err := canary.Shipped()
+	if err != nil {
+		fmt.Fprintln(stderr, "canary:", err)
+		return exitUsage
 	}
-	sort.Strings(keys)
-	c := &canary{srv: runner, reg: reg, timeout: o.timeout, redact: redactor(lookup)}
-	rows := make([]row, 0, len(keys))
-	for _, k := range keys {
-		rows = append(rows, c.check(ctx, k))
+	if o.writeBaseline != "" {
+		shipped = nil // a new baseline is not judged against the old one
+	}
+	rep := canary.Run(ctx, canary.Config{
+		Runner: runner, Registry: reg, Only: o.only, Budget: o.budget, FillShare: o.fillShare, Timeout: o.timeout,
+		Baselines: shipped, Redact: canary.Redactor(adapters.All(), lookup),
+	})
+	if o.writeBaseline != "" {
+		raw, err := canary.EncodeBaselines(canary.BaselinesOf(rep))
+		if err == nil {
+			err = os.WriteFile(o.writeBaseline, raw, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "canary:", err)
+			return exitUsage
+		}
+		fmt.Fprintf(stderr, "canary: baselines of %d operations written to %s\n", len(canary.BaselinesOf(rep)), o.writeBaseline)
 	}
 	if o.json {
-		err = writeJSON(stdout, rows)
+		err = writeJSON(stdout, rep.Checks)
 	} else {
-		err = writeTable(stdout, rows)
+		err = writeTable(stdout, rep)
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "canary:", err)
 		return exitUsage
 	}
-	for _, r := range rows {
-		if !r.OK {
+	for _, c := range rep.Checks {
+		if !c.OK || c.Drifting {
 			return exitFailed
 		}
 	}
 	return exitOK
-}
-
-// redactor hides every configured provider credential, whichever route it
-// belongs to: the runner already redacts a route's own secrets from its
-// fault reasons, this is the second look the canary's output gets.
-func redactor(lookup func(string) (string, bool)) func(string) string {
-	var values []string
-	for _, p := range adapters.All() {
-		for _, s := range p.Secrets {
-			if v, ok := lookup(s.Name); ok && len(v) >= 4 {
-				values = append(values, v)
-			}
-		}
-	}
-	// Longest first, so a secret containing another is hidden whole.
-	sort.Slice(values, func(i, j int) bool { return len(values[i]) > len(values[j]) })
-	return func(s string) string {
-		for _, v := range values {
-			s = strings.ReplaceAll(s, v, "[redacted]")
-		}
-		return s
-	}
 }

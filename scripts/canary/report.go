@@ -8,26 +8,35 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/meridian-data/meridian/shared/canary"
 )
 
-// writeTable prints the rows aligned, then a summary line. The last column
-// says why a row failed: the fault's reason (credentials redacted) or the
-// first schema violation.
-func writeTable(w io.Writer, rows []row) error {
+// writeTable prints one line per operation and route, aligned, then a
+// summary line. FILL is the fill rate against its baseline; the last
+// column says why a line failed (the fault's reason, credentials
+// redacted, or the first schema violation) or which fields went null.
+func writeTable(w io.Writer, rep canary.Report) error {
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "OPERATION\tROUTE\tSTATUS\tLATENCY\tSCHEMA\tFIELDS FILLED\tLEGS\tNOTE")
-	failed := 0
-	for _, r := range rows {
-		if !r.OK {
+	fmt.Fprintln(tw, "OPERATION\tROUTE\tSTATUS\tLATENCY\tSCHEMA\tFILL\tLEGS\tNOTE")
+	failed, drifting := 0, 0
+	for _, c := range rep.Checks {
+		switch {
+		case !c.OK:
 			failed++
+		case c.Drifting:
+			drifting++
 		}
-		note := r.Reason
-		if r.SchemaError != "" {
-			note = r.SchemaError
+		note := c.Reason
+		switch {
+		case c.SchemaError != "":
+			note = c.SchemaError
+		case len(c.NullFields) > 0:
+			note = "went null: " + strings.Join(c.NullFields, ", ")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Operation, dash(r.Route), r.Status,
-			latency(r), dash(r.Schema), r.Fields.String(), legs(r.Legs), note)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Operation, dash(c.Route), c.Status,
+			latency(c.Latency()), dash(c.Schema), fill(c), legs(c.Legs), note)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -38,15 +47,16 @@ func writeTable(w io.Writer, rows []row) error {
 			return err
 		}
 	}
-	_, err := fmt.Fprintf(w, "%d operations: %d ok, %d failed\n", len(rows), len(rows)-failed, failed)
+	_, err := fmt.Fprintf(w, "%d checks: %d ok, %d drifting, %d failed; %d of %d source requests\n",
+		len(rep.Checks), len(rep.Checks)-failed-drifting, drifting, failed, rep.SourceRequests, rep.Budget)
 	return err
 }
 
-// writeJSON prints one JSON object per operation, one per line.
-func writeJSON(w io.Writer, rows []row) error {
+// writeJSON prints one JSON object per operation and route, one per line.
+func writeJSON(w io.Writer, checks []canary.Check) error {
 	enc := json.NewEncoder(w)
-	for _, r := range rows {
-		if err := enc.Encode(r); err != nil {
+	for _, c := range checks {
+		if err := enc.Encode(c); err != nil {
 			return err
 		}
 	}
@@ -60,18 +70,30 @@ func dash(s string) string {
 	return s
 }
 
-func latency(r row) string {
-	if r.latency <= 0 {
+func latency(d time.Duration) string {
+	if d <= 0 {
 		return "-"
 	}
-	if r.latency < time.Second {
-		return fmt.Sprintf("%.1fms", float64(r.latency.Microseconds())/1000)
+	if d < time.Second {
+		return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000)
 	}
-	return fmt.Sprintf("%.2fs", r.latency.Seconds())
+	return fmt.Sprintf("%.2fs", d.Seconds())
 }
 
-// legs reads like "atproto_public x1 403 rejected; atproto_session x1 ok".
-func legs(ls []leg) string {
+// fill reads like "93%", "71%<95%" (drifting below its baseline) or "-".
+func fill(c canary.Check) string {
+	if c.FillRate == nil {
+		return "-"
+	}
+	s := fmt.Sprintf("%.0f%%", *c.FillRate*100)
+	if c.Drifting && c.BaselineFillRate != nil {
+		s += fmt.Sprintf("<%.0f%%", *c.BaselineFillRate*100)
+	}
+	return s
+}
+
+// legs reads like "atproto_public x1 403 rejected".
+func legs(ls []canary.Leg) string {
 	if len(ls) == 0 {
 		return "-"
 	}

@@ -146,6 +146,7 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 	limits, _ := deps.Store.(store.Limits)
 	fairUse, _ := deps.Store.(store.FairUse)
 	outcomes, _ := deps.Store.(store.Outcomes)
+	canaryLog, _ := deps.Store.(store.CanaryLog)
 	recalls, _ := deps.Store.(store.Recalls)
 	monitorStore, _ := deps.Store.(store.Monitors)
 	jobs, _ := deps.Store.(store.Jobs)
@@ -170,6 +171,7 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 		Events:        deps.Events,
 		DataSchemas:   schemas.For,
 		Outcomes:      outcomes,
+		Canary:        canaryLog,
 		Limits:        limits,
 		FairUse:       fairUse,
 		FairUseLimits: fairUseLimits(logger),

@@ -1,8 +1,14 @@
 package canary
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -225,4 +231,55 @@ func summarize(checks []Check, history []Report) []Operation {
 		op.Alarm = op.Breach && previous[op.Operation].Breach
 	}
 	return ops
+}
+
+// Encode is a report as the canary log keeps it: gzipped JSON (a run with
+// every operation's filled fields stays well inside one DynamoDB item).
+func Encode(r Report) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if err := json.NewEncoder(zw).Encode(r); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Decode reads what Encode wrote.
+func Decode(raw []byte) (Report, error) {
+	var r Report
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return r, fmt.Errorf("canary: a stored run: %w", err)
+	}
+	defer zr.Close()
+	if err := json.NewDecoder(io.LimitReader(zr, 16<<20)).Decode(&r); err != nil {
+		return r, fmt.Errorf("canary: a stored run: %w", err)
+	}
+	return r, nil
+}
+
+// Redactor hides every credential configured for providers, whichever
+// route it belongs to: the runner already redacts a route's own secrets
+// from its fault reasons; this is the second look the canary's output
+// gets.
+func Redactor(providers []*upstream.Provider, lookup func(string) (string, bool)) func(string) string {
+	var values []string
+	for _, p := range providers {
+		for _, s := range p.Secrets {
+			if v, ok := lookup(s.Name); ok && len(v) >= 4 {
+				values = append(values, v)
+			}
+		}
+	}
+	// Longest first, so a secret containing another is hidden whole.
+	sort.Slice(values, func(i, j int) bool { return len(values[i]) > len(values[j]) })
+	return func(s string) string {
+		for _, v := range values {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
+		return s
+	}
 }

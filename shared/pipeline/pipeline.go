@@ -99,6 +99,9 @@ type Config struct {
 	Contact *openapi.Contact
 	// Outcomes serves /v1/status (the worker writes it from usage events).
 	Outcomes store.Outcomes
+	// Canary holds the canary's runs: /v1/status shows each platform's
+	// part of the last one (nil: no canary column).
+	Canary store.CanaryLog
 	// Events takes every request's usage event and the billing
 	// reconciliations the request path could not write; nil emits nothing.
 	Events usage.Sink

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/meridian-data/meridian/shared/canary"
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/store"
@@ -12,11 +13,19 @@ import (
 )
 
 // statusData is GET /v1/status: each data platform's health over the last
-// 15 minutes (store.Summarize names the fields and states).
+// 15 minutes (store.Summarize names the fields and states), beside its part
+// of the canary's last run.
 type statusData struct {
-	WindowMinutes int                    `json:"window_minutes"`
-	GeneratedAt   time.Time              `json:"generated_at"`
-	Platforms     []store.PlatformStatus `json:"platforms"`
+	WindowMinutes int              `json:"window_minutes"`
+	GeneratedAt   time.Time        `json:"generated_at"`
+	Platforms     []platformStatus `json:"platforms"`
+}
+
+// platformStatus is one platform's line: its live figures and the canary's
+// last result for it (null when no run checked it).
+type platformStatus struct {
+	store.PlatformStatus
+	Canary *canary.PlatformResult `json:"canary"`
 }
 
 func (p *Pipeline) statusHandler(ctx context.Context, _ *Call) (any, *envelope.Error) {
@@ -32,15 +41,35 @@ func (p *Pipeline) platformStatus(ctx context.Context) (statusData, *envelope.Er
 		p.cfg.Logger.Error("status read failed", "error", err.Error())
 		return statusData{}, envelope.Internal()
 	}
-	out := statusData{WindowMinutes: int(store.StatusWindow / time.Minute), GeneratedAt: now.UTC(), Platforms: []store.PlatformStatus{}}
+	checked := p.lastCanary(ctx)
+	out := statusData{WindowMinutes: int(store.StatusWindow / time.Minute), GeneratedAt: now.UTC(), Platforms: []platformStatus{}}
 	seen := map[string]bool{}
 	for _, e := range p.cfg.Registry.Live() {
 		if e.Kind == registry.Data && !seen[e.Platform] {
 			seen[e.Platform] = true
-			out.Platforms = append(out.Platforms, store.Summarize(e.Platform, minutes[e.Platform]))
+			out.Platforms = append(out.Platforms, platformStatus{store.Summarize(e.Platform, minutes[e.Platform]), checked[e.Platform]})
 		}
 	}
 	return out, nil
+}
+
+// lastCanary is the canary's last run by platform; a run that cannot be
+// read leaves the canary column empty rather than failing the status.
+func (p *Pipeline) lastCanary(ctx context.Context) map[string]*canary.PlatformResult {
+	if p.cfg.Canary == nil {
+		return nil
+	}
+	runs, err := p.cfg.Canary.CanaryRuns(ctx, 1, p.cfg.Now())
+	if err == nil && len(runs) == 1 {
+		var rep canary.Report
+		if rep, err = canary.Decode(runs[0].Report); err == nil {
+			return rep.Platforms()
+		}
+	}
+	if err != nil {
+		p.cfg.Logger.Warn("canary run unreadable for the status", "error", err.Error())
+	}
+	return nil
 }
 
 // emitUsage hands the finished request's usage event to the sink, off the
