@@ -371,6 +371,34 @@ func toAny(s []string) []any {
 	return out
 }
 
+// canaryStatusSchema is a platform's part of the canary's last run
+// (shared/canary PlatformResult): null when no run checked it.
+func canaryStatusSchema() obj {
+	states := []any{"ok", "drifting", "failing", "not_checked"}
+	rate := obj{"type": []any{"number", "null"}, "minimum": 0, "maximum": 1}
+	return obj{
+		"type":        []any{"object", "null"},
+		"description": "The scheduled canary's last check of this platform's operations, each on its catalogue example: null when no run checked it. fill_rate is the share of the data schema's fields that came back non-null (per item where there are items); null_fields are the fields its baseline had that came back null.",
+		"properties": obj{
+			"checked_at":      obj{"type": "string", "format": "date-time"},
+			"state":           obj{"enum": states, "description": "The worst of its operations' states."},
+			"source_attempts": obj{"type": "integer", "minimum": 0},
+			"operations": obj{"type": "array", "items": obj{
+				"type": "object",
+				"properties": obj{
+					"operation":          obj{"type": "string", "examples": []any{"company_registry/search"}},
+					"state":              obj{"enum": states},
+					"schema_valid":       obj{"type": []any{"boolean", "null"}},
+					"fill_rate":          rate,
+					"baseline_fill_rate": rate,
+					"null_fields":        obj{"type": "array", "items": obj{"type": "string"}},
+					"latency_ms":         obj{"type": "number", "minimum": 0},
+				},
+			}},
+		},
+	}
+}
+
 func baseSchemas() obj {
 	return obj{
 		"ErrorType":       errorTypeSchema(),
@@ -394,6 +422,7 @@ func baseSchemas() obj {
 						"p50_ms":     obj{"type": []any{"integer", "null"}},
 						"p95_ms":     obj{"type": []any{"integer", "null"}},
 						"state":      obj{"enum": []any{"no_data", "operational", "degraded", "down"}},
+						"canary":     canaryStatusSchema(),
 					},
 				}},
 			},
