@@ -233,9 +233,23 @@ await runE2E(outDir, 15000, async ({ page, context, step, shot, pageErrors }) =>
 
   await step("status of every platform", async () => {
     await page.click('#nav a[data-view="status"]');
-    await page.locator("#status-list li").first().waitFor();
+    await page.locator("#status-list > li").first().waitFor();
     const api200 = await api("GET", "/v1/status", { key: firstKey });
-    expect(await page.locator("#status-list li").count() === api200.json.data.platforms.length, "platforms differ from /v1/status");
+    const platforms = api200.json.data.platforms;
+    expect(await page.locator("#status-list > li").count() === platforms.length, "platforms differ from /v1/status");
+    // Each card shows the canary's last check beside the live figures.
+    const checked = platforms.filter((p) => p.canary);
+    expect(checked.length > 0, "no platform has a canary result in /v1/status");
+    for (const p of platforms) {
+      const card = page.locator("#status-list > li", { has: page.locator(".platform span", { hasText: new RegExp("^" + p.platform + "$") }) });
+      const text = await card.locator(".canary").innerText();
+      const want = p.canary ? p.canary.state.replace("_", " ") : "not checked yet";
+      expect(text.includes(want), `${p.platform}: canary line "${text}", want "${want}"`);
+    }
+    const drifting = platforms.find((p) => p.platform === "code_host");
+    expect(drifting && drifting.canary && drifting.canary.state === "drifting", "code_host is not drifting in /v1/status");
+    const note = await page.locator("#status-list > li", { has: page.locator(".platform span", { hasText: /^code_host$/ }) }).locator(".canary-ops").innerText();
+    expect(note.includes("code_host/profile: drifting") && note.includes("went null: location"), `the drifting operation's note: "${note}"`);
     await shot("10-status");
   });
 

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/meridian-data/meridian/shared/app"
+	"github.com/meridian-data/meridian/shared/canary"
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/monitors"
 	"github.com/meridian-data/meridian/shared/pipeline"
@@ -48,7 +49,9 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatalf("build the local server: %v\n%s", err, out)
 	}
 	adminToken := "e2e-operator-" + strings.Repeat("x", 24)
-	base := startMakeRun(t, bin, adminToken)
+	dataDir := t.TempDir()
+	seedCanaryRun(t, dataDir)
+	base := startMakeRunIn(t, bin, adminToken, dataDir)
 
 	out := filepath.Join(root, "build", "console-e2e")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -117,11 +120,51 @@ func installBrowser(t *testing.T, root string) string {
 // data directory and returns its base URL; cleanup stops it with SIGTERM.
 func startMakeRun(t *testing.T, bin, adminToken string) string {
 	t.Helper()
+	return startMakeRunIn(t, bin, adminToken, t.TempDir())
+}
+
+// seedCanaryRun records a canary run in the embedded store of dataDir, as
+// the deployment's canary function would: a run against the replay
+// fixtures, in which code_host/profile's page lost its location (the
+// console shows what went null).
+func seedCanaryRun(t *testing.T, dataDir string) {
+	t.Helper()
+	base, _ := replayAndStore(t, quietLogger())
+	s, err := embedded.Open(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	none := func(string) (string, bool) { return "", false }
+	c := &app.Canary{Store: s, Runner: app.NewUpstream(quietLogger(), none, base), Lookup: none, Logger: quietLogger()}
+	rep, err := c.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range rep.Operations {
+		if o.Operation == "code_host/profile" {
+			lower := 0.8571 // 12 of 14 fields
+			rep.Operations[i].State, rep.Operations[i].NullFields, rep.Operations[i].Breach = canary.StateDrifting, []string{"location"}, true
+			rep.Operations[i].FillRate = &lower
+		}
+	}
+	raw, err := canary.Encode(rep)
+	if err == nil {
+		err = s.RecordCanaryRun(context.Background(), store.CanaryRun{At: rep.FinishedAt, Report: raw})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startMakeRunIn is startMakeRun on the data directory dir.
+func startMakeRunIn(t *testing.T, bin, adminToken, dir string) string {
+	t.Helper()
 	cmd := exec.Command(bin)
 	cmd.Dir = repoRoot(t) // make run's folder: testdata/ is found from it
 	cmd.Env = append(os.Environ(),
 		app.EnvAddr+"=127.0.0.1:0",
-		app.EnvDataDir+"="+t.TempDir(),
+		app.EnvDataDir+"="+dir,
 		app.EnvAdminToken+"="+adminToken,
 		app.EnvUpstream+"="+app.UpstreamReplay,
 		app.EnvErrorsURL+"=",

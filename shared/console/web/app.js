@@ -180,10 +180,29 @@
         list.append(el('li', {},
           el('div', { class: 'platform' }, el('span', { text: p.platform }), el('span', { class: 'badge ' + p.state, text: label })),
           el('div', { class: 'figures', text: p.requests === 0 ? 'No requests' :
-            num(p.requests) + ' requests · ' + pct(p.error_rate) + ' errors · p50 ' + (p.p50_ms ?? '–') + ' ms · p95 ' + (p.p95_ms ?? '–') + ' ms' })));
+            num(p.requests) + ' requests · ' + pct(p.error_rate) + ' errors · p50 ' + (p.p50_ms ?? '–') + ' ms · p95 ' + (p.p95_ms ?? '–') + ' ms' }),
+          canaryLine(p.canary)));
       }
     },
   };
+
+  // The scheduled canary's last check of a platform: its state and time,
+  // then each operation that drifted or failed with the fields gone null.
+  function canaryLine(c) {
+    if (!c) return el('div', { class: 'canary muted', text: 'Canary: not checked yet' });
+    const line = el('div', { class: 'canary' }, 'Canary ',
+      el('span', { class: 'badge canary-' + c.state, text: c.state.replace('_', ' ') }), ' · ' + when(c.checked_at));
+    const notes = el('ul', { class: 'canary-ops' });
+    for (const o of c.operations) {
+      if (o.state === 'ok') continue;
+      let text = o.operation + ': ' + o.state.replace('_', ' ');
+      if (o.fill_rate !== null && o.baseline_fill_rate !== null) text += ', fill ' + pct(o.fill_rate) + ' of ' + pct(o.baseline_fill_rate);
+      if (o.null_fields.length) text += '; went null: ' + o.null_fields.join(', ');
+      notes.append(el('li', { text }));
+    }
+    if (notes.children.length) line.append(notes);
+    return line;
+  }
 
   // ---- keys ----------------------------------------------------------------
 
