@@ -60,3 +60,17 @@ func (m Memo) Recall(ctx context.Context, key string, now time.Time) (string, bo
 func (m Memo) Keep(ctx context.Context, key, value string, now, until time.Time) error {
 	return m.Cache.CachePut(ctx, key, []byte(value), now, until)
 }
+
+// Fills are the response cache's fill markers: while one request fetches
+// what a cache key will hold, its marker tells requests in other
+// processes and instances to wait for the entry instead of fetching too
+// (request collapsing). A marker is a lease: its owner renews it while it
+// fetches, and one that died leaves a marker that lapses.
+type Fills interface {
+	// ClaimFill makes owner the filler of key until now+lease: claimed is
+	// true when the key had no live marker, or owner's own (a renewal),
+	// and false when another owner's marker is live.
+	ClaimFill(ctx context.Context, key, owner string, now time.Time, lease time.Duration) (claimed bool, err error)
+	// ReleaseFill removes owner's marker of key (another owner's stays).
+	ReleaseFill(ctx context.Context, key, owner string) error
+}

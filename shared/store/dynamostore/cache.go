@@ -2,9 +2,12 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/meridian-data/meridian/shared/store"
 )
@@ -75,3 +78,45 @@ func (s *Store) CachePut(ctx context.Context, key string, data []byte, now, expi
 }
 
 var _ store.Cache = (*Store)(nil)
+
+// Fill markers: pk=cache#<key> (the cache entry's partition), sk=fill,
+// owner, lease_ms (until when the owner fills) and expires_at (TTL, a
+// minute on): one conditional write claims or renews it.
+const skFill = "fill"
+
+func (s *Store) ClaimFill(ctx context.Context, key, owner string, now time.Time, lease time.Duration) (bool, error) {
+	until := now.Add(lease)
+	_, err := s.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: s.table,
+		Item: map[string]types.AttributeValue{
+			AttrPK: str(pfxCache + key), AttrSK: str(skFill), "owner": str(owner),
+			"lease_ms": num(until.UnixMilli()), AttrExpiresAt: num(until.Add(time.Minute).Unix()),
+		},
+		ConditionExpression:      aws.String("attribute_not_exists(pk) OR lease_ms <= :now OR #owner = :owner"),
+		ExpressionAttributeNames: map[string]string{"#owner": "owner"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now": num(now.UnixMilli()), ":owner": str(owner),
+		},
+	})
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (s *Store) ReleaseFill(ctx context.Context, key, owner string) error {
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: s.table, Key: itemKey(pfxCache+key, skFill),
+		ConditionExpression:       aws.String("#owner = :owner"),
+		ExpressionAttributeNames:  map[string]string{"#owner": "owner"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":owner": str(owner)},
+	})
+	var failed *types.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		return nil // another owner's marker, or none: nothing of ours to remove
+	}
+	return err
+}
+
+var _ store.Fills = (*Store)(nil)

@@ -49,6 +49,7 @@ type Store struct {
 	keys       keyMemo
 	byHash     *genMemo[store.Key]
 	cached     *genMemo[store.CacheEntry]
+	fills      fillMarkers
 }
 
 // Open opens (or creates) dir/meridian.db.

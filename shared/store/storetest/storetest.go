@@ -88,6 +88,7 @@ func Run(t *testing.T, newStore Factory) {
 		"ConcurrentFinishJob":           testConcurrentFinishJob,
 		"ConcurrentCompleteRuns":        testConcurrentCompleteRuns,
 		"CanaryLog":                     testCanaryLog,
+		"Fills":                         testFills,
 	}
 	for name, fn := range tests {
 		t.Run(name, func(t *testing.T) {
