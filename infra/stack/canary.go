@@ -40,11 +40,14 @@ const (
 	OutCanaryScheduleArn = "CanaryScheduleArn"
 )
 
-// CanaryOperations are the operations the canary checks, sorted: every
+// CanaryOperations are the operations the canary may check, sorted: every
 // registry data endpoint (not retired) that the upstream runner serves,
-// that is, one with a provider in adapters.All(). Composite operations
-// (search/all, the bundles, the web operations) are the pipeline's, with
-// no provider of their own: their legs are canaried.
+// that is, one with a provider in adapters.All(), less those of limited
+// capacity (their shared monthly allowance is for callers), the rule of
+// the canary's run (shared/canary) over every route a deployment may
+// configure. Composite operations (search/all, the bundles, the web
+// operations) are the pipeline's, with no provider of their own: their
+// legs are canaried.
 func CanaryOperations(reg *registry.Registry) []string {
 	served := map[string]bool{}
 	for _, p := range adapters.All() {
@@ -54,7 +57,7 @@ func CanaryOperations(reg *registry.Registry) []string {
 	}
 	var keys []string
 	for key := range served {
-		if e, ok := reg.Endpoint(key); ok && e.Kind == registry.Data && e.RetiredFor == "" {
+		if e, ok := reg.Endpoint(key); ok && e.Kind == registry.Data && e.RetiredFor == "" && !e.LimitedCapacity {
 			keys = append(keys, key)
 		}
 	}

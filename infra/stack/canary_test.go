@@ -28,7 +28,8 @@ const (
 )
 
 // The canaried operations are the registry's data endpoints that a
-// provider of adapters.All() serves, and nothing the pipeline composes.
+// provider of adapters.All() serves, less those of limited capacity, and
+// nothing the pipeline composes.
 func TestCanaryOperations(t *testing.T) {
 	reg := registry.Default()
 	ops := stack.CanaryOperations(reg)
@@ -45,9 +46,10 @@ func TestCanaryOperations(t *testing.T) {
 		}
 	}
 	for _, e := range reg.Endpoints() {
-		want := served[e.Key()] && e.Kind == registry.Data && e.RetiredFor == ""
+		want := served[e.Key()] && e.Kind == registry.Data && e.RetiredFor == "" && !e.LimitedCapacity
 		if got := slices.Contains(ops, e.Key()); got != want {
-			t.Errorf("%s (family %s, kind %v, served by a provider %v): canaried %v", e.Key(), e.Family, e.Kind, served[e.Key()], got)
+			t.Errorf("%s (family %s, kind %v, served by a provider %v, limited capacity %v): canaried %v", e.Key(), e.Family, e.Kind,
+				served[e.Key()], e.LimitedCapacity, got)
 		}
 	}
 	for _, composite := range []string{"search/all", "bundle/creator-vetting", "web/social-profiles"} {
