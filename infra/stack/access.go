@@ -14,14 +14,18 @@ import (
 // WorkerName is the worker function's name (functions/worker).
 const WorkerName = "worker"
 
+// CanaryName is the canary function's name (functions/canary): it checks
+// the sources on its own EventBridge Scheduler schedule (canary.go).
+const CanaryName = "canary"
+
 // Functions lists every function in deployment order: the families of
-// registry.Families, then the worker.
+// registry.Families, then the worker, then the canary.
 func Functions() []string {
-	names := make([]string, 0, len(registry.Families)+1)
+	names := make([]string, 0, len(registry.Families)+2)
 	for _, f := range registry.Families {
 		names = append(names, string(f))
 	}
-	return append(names, WorkerName)
+	return append(names, WorkerName, CanaryName)
 }
 
 // TableUse is one thing a function does with the DynamoDB table, with the
@@ -112,6 +116,18 @@ var (
 			"of the monitor)",
 		Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"},
 	}
+	// UseCanary is the canary's run (shared/canary): the upstream runner
+	// as a request uses it, under the operator's own fair-use name, never
+	// billed to an account, and the run's record. No outbox: it emits no
+	// usage events.
+	UseCanary = TableUse{
+		Name: "canary",
+		Why: "AddFairUse under the operator's fair-use name (canary.FairUseAccount: GetItem, conditional PutItem); " +
+			"the runner's remembered resolutions: Recall (GetItem), Keep (PutItem); monthly allowances: TakeAllowance " +
+			"before each attempt of a provider with one (conditional UpdateItem ADD), AllowanceUsed (GetItem); the canary " +
+			"log: RecordCanaryRun (PutItem), CanaryRuns (Query on the table's primary key, newest first; no index)",
+		Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"},
+	}
 	// UseJobs is a web job: accepted with async=1, read at
 	// /v1/web/jobs/{id}, run by the worker.
 	UseJobs = TableUse{
@@ -156,6 +172,10 @@ func baseTableUses(name string) []TableUse {
 		// its GETs under /v1 honour Idempotency-Key.
 		return []TableUse{UseRequest, UseIdempotency, UseAccounts}
 	}
+	if name == CanaryName {
+		// No request, no billing, no cache of answers, no idempotency.
+		return []TableUse{UseCanary}
+	}
 	if name == WorkerName {
 		// Its SQS messages and sweep; monitor runs and web jobs are paid
 		// data calls through the whole pipeline (admission with the
@@ -196,10 +216,14 @@ var ConsumeActions = []string{"sqs:DeleteMessage", "sqs:GetQueueAttributes", "sq
 // (ConsumeActions); the usage events of its own calls (monitor runs, web
 // jobs) are applied in process (usage.Direct, app.StartWorker) and its
 // scheduled run applies the outbox in place (usage.Worker.Sweep), so it
-// never sends.
+// never sends. The canary has none: its calls are never billed, so it
+// emits no usage events.
 func QueueActions(name string) []string {
-	if name == WorkerName {
+	switch name {
+	case WorkerName:
 		return sortedSet(ConsumeActions)
+	case CanaryName:
+		return nil
 	}
 	return []string{"sqs:SendMessage"}
 }
@@ -370,8 +394,9 @@ var FanOuts = map[registry.Family]FanOut{
 // provider that reads secrets (adapters.All()), the fan-out families that
 // run such endpoints, and the families serving the catalogue (utility/*),
 // whose available flag follows route eligibility, which the secret
-// decides. The others never get MERIDIAN_UPSTREAM_SECRET (the operator
-// token has its own secret, AdminSecretReaders).
+// decides, and the canary (CanarySecretReason). The others never get
+// MERIDIAN_UPSTREAM_SECRET (the operator token has its own secret,
+// AdminSecretReaders).
 func SecretReaders(reg *registry.Registry) map[string][]string {
 	secretEndpoints := map[string][]string{} // endpoint key -> provider: secret names
 	for _, p := range adapters.All() {
@@ -403,9 +428,14 @@ func SecretReaders(reg *registry.Registry) map[string][]string {
 				addReason(readers, string(e.Family), CatalogueSecretReason)
 			}
 		}
+		addReason(readers, CanaryName, CanarySecretReason)
 	}
 	return readers
 }
+
+// CanarySecretReason is why the canary function reads the upstream secret.
+const CanarySecretReason = "calls the sources of every data operation the upstream runner serves, on each configured " +
+	"route (direct and each unblocking service), with the operator's credentials, as a request would (the scheduled canary)"
 
 // endpointRunners returns the functions that run the endpoints of keys,
 // each with its reasons: the family serving each endpoint (why it serves

@@ -151,5 +151,7 @@ func (m *Meridian) alarms() {
 			Period: five, Statistic: jsii.String("Maximum"),
 		}), JobsQueueAgeSeconds, 1, 1)
 
+	m.canaryAlarms(alarm)
+
 	m.out("AlarmTopicArn", *topic.TopicArn(), "SNS topic every alarm notifies (subscribe with -c alarmEmail=... or any SNS subscription)")
 }

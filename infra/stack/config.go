@@ -1,9 +1,10 @@
 // Package stack is Meridian's AWS deployment as a CDK stack: the HTTP API
 // with the registry's routes, one Lambda function per family plus the
-// worker, the DynamoDB table of dynamostore.Schema, the SQS usage and jobs
-// queues and their dead-letter queues, the EventBridge Scheduler schedule
-// group of the monitors' schedules and its role, the upstream secret,
-// alarms, and least-privilege IAM.
+// worker and the canary, the DynamoDB table of dynamostore.Schema, the SQS
+// usage and jobs queues and their dead-letter queues, the EventBridge
+// Scheduler schedule group of the monitors' schedules and its role, the
+// canary's own schedule and its role, the upstream secret, alarms, and
+// least-privilege IAM.
 package stack
 
 import (
@@ -19,6 +20,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 
 	"github.com/meridian-data/meridian/shared/app"
+	"github.com/meridian-data/meridian/shared/canary"
 	"github.com/meridian-data/meridian/shared/registry"
 )
 
@@ -31,6 +33,10 @@ const (
 	CtxFairUse            = "fairUse"            // MERIDIAN_FAIR_USE
 	CtxErrorsURL          = "errorsUrl"          // MERIDIAN_ERRORS_URL
 	CtxStreamingURLs      = "streamingUrls"      // true: public function URLs for the streaming functions (default false)
+	// The scheduled canary (canary.go).
+	CtxCanaryInterval  = "canaryInterval"  // a Go duration of whole minutes, 5m to 24h (default 1h), or off: no schedule, no canary alarms
+	CtxCanaryBudget    = "canaryBudget"    // MERIDIAN_CANARY_BUDGET: source requests per run, a positive integer (default canary.DefaultBudget)
+	CtxCanaryFillShare = "canaryFillShare" // MERIDIAN_CANARY_FILL_SHARE: in (0,1] (default canary.DefaultFillShare)
 	// The AI-assist model (ModelConfig); all unset by default: no model, no AI labels.
 	CtxModelProvider = "modelProvider" // MERIDIAN_MODEL_PROVIDER: bedrock or openai
 	CtxModelID       = "modelId"       // MERIDIAN_MODEL_ID: Bedrock model or inference profile id, or the openai model name
@@ -92,6 +98,17 @@ type Config struct {
 	// Model is the AI-assist model of the AI endpoints' functions
 	// (ModelRunners); the zero value is none.
 	Model ModelConfig
+	// CanaryInterval is how often the canary's schedule runs it (whole
+	// minutes, MinCanaryInterval to MaxCanaryInterval); zero is off: the
+	// canary function is deployed (an operator may invoke it) with no
+	// schedule and no canary alarms.
+	CanaryInterval time.Duration
+	// CanaryBudget is the most source requests one canary run makes
+	// (canary.EnvBudget), CanaryFillShare the share of its baseline an
+	// operation's fill rate may fall to before the run counts it as
+	// drifting (canary.EnvFillShare).
+	CanaryBudget    int
+	CanaryFillShare float64
 	// BuildDir holds build/<function>/bootstrap (make build).
 	BuildDir string
 }
@@ -133,6 +150,9 @@ func Preset(stage string) (Config, error) {
 			ThrottleBurst:        100,
 			LogLevel:             "info",
 			BuildDir:             "build",
+			CanaryInterval:       DefaultCanaryInterval,
+			CanaryBudget:         canary.DefaultBudget,
+			CanaryFillShare:      canary.DefaultFillShare,
 		}, nil
 	case StageProd:
 		return Config{
@@ -160,6 +180,9 @@ func Preset(stage string) (Config, error) {
 			ThrottleBurst:        1000,
 			LogLevel:             "info",
 			BuildDir:             "build",
+			CanaryInterval:       DefaultCanaryInterval,
+			CanaryBudget:         canary.DefaultBudget,
+			CanaryFillShare:      canary.DefaultFillShare,
 		}, nil
 	}
 	return Config{}, fmt.Errorf("unknown stage %q: use -c %s=%s or -c %s=%s", stage, CtxStage, StageDev, CtxStage, StageProd)
@@ -236,7 +259,101 @@ func ConfigFromContext(scope constructs.Construct) (Config, error) {
 	if err := cfg.Model.Validate(); err != nil {
 		return Config{}, err
 	}
+	if v := get(CtxCanaryInterval); v != "" {
+		d, err := ParseCanaryInterval(v)
+		if err != nil {
+			return Config{}, err
+		}
+		cfg.CanaryInterval = d
+	}
+	if v := get(CtxCanaryBudget); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return Config{}, fmt.Errorf("%s=%q: use a positive whole number of source requests per run (default %d)",
+				CtxCanaryBudget, v, canary.DefaultBudget)
+		}
+		cfg.CanaryBudget = n
+	}
+	if v := get(CtxCanaryFillShare); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f > 0 && f <= 1) {
+			return Config{}, fmt.Errorf("%s=%q: use a number above 0 and at most 1, the share of its baseline an "+
+				"operation's fill rate may fall to (default %g)", CtxCanaryFillShare, v, canary.DefaultFillShare)
+		}
+		cfg.CanaryFillShare = f
+	}
+	if err := cfg.CheckCanary(); err != nil {
+		return Config{}, err
+	}
 	return cfg, nil
+}
+
+// The canary's schedule.
+const (
+	DefaultCanaryInterval = time.Hour
+	// MinCanaryInterval: a run takes minutes (CanaryTimeout) and spends
+	// up to its budget of source requests.
+	MinCanaryInterval = 5 * time.Minute
+	// MaxCanaryInterval: a day. Each canary alarm evaluates two periods of
+	// the interval, which CloudWatch allows up to a day for periods under
+	// an hour and seven days above; a canary run less than daily would not
+	// catch a site's change within the day.
+	MaxCanaryInterval = 24 * time.Hour
+	// CanaryOff (-c canaryInterval=off) deploys no schedule and no canary
+	// alarms.
+	CanaryOff = "off"
+)
+
+// ParseCanaryInterval reads -c canaryInterval: a Go duration of whole
+// minutes from MinCanaryInterval to MaxCanaryInterval, or CanaryOff (0).
+func ParseCanaryInterval(v string) (time.Duration, error) {
+	if strings.EqualFold(strings.TrimSpace(v), CanaryOff) {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q: use a Go duration such as 1h or 30m, or %s", CtxCanaryInterval, v, CanaryOff)
+	}
+	if err := checkCanaryInterval(d); err != nil {
+		return 0, fmt.Errorf("%s=%q: %w", CtxCanaryInterval, v, err)
+	}
+	return d, nil
+}
+
+func checkCanaryInterval(d time.Duration) error {
+	if d%time.Minute != 0 {
+		return fmt.Errorf("use whole minutes (the schedule's rate and the alarms' period are in minutes)")
+	}
+	if d < MinCanaryInterval || d > MaxCanaryInterval {
+		return fmt.Errorf("use %s to %s, or %s", fmtInterval(MinCanaryInterval), fmtInterval(MaxCanaryInterval), CanaryOff)
+	}
+	return nil
+}
+
+// CheckCanary validates the canary's settings (New panics on what it
+// reports; ConfigFromContext reports it first).
+func (c Config) CheckCanary() error {
+	if c.CanaryInterval != 0 {
+		if err := checkCanaryInterval(c.CanaryInterval); err != nil {
+			return fmt.Errorf("%s %s: %w", CtxCanaryInterval, c.CanaryInterval, err)
+		}
+	}
+	if c.CanaryBudget <= 0 {
+		return fmt.Errorf("%s %d: the canary's budget must be a positive number of source requests", CtxCanaryBudget, c.CanaryBudget)
+	}
+	if !(c.CanaryFillShare > 0 && c.CanaryFillShare <= 1) {
+		return fmt.Errorf("%s %g: the canary's fill share must be above 0 and at most 1", CtxCanaryFillShare, c.CanaryFillShare)
+	}
+	return nil
+}
+
+// fmtInterval writes a whole-minute duration as 5m, 1h or 1h30m.
+func fmtInterval(d time.Duration) string {
+	s := strings.TrimSuffix(d.String(), "0s")
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // StackName is the CloudFormation stack of a stage.

@@ -42,6 +42,7 @@ import (
 	"github.com/meridian-data/meridian/infra/stack"
 	"github.com/meridian-data/meridian/shared/app"
 	"github.com/meridian-data/meridian/shared/auth"
+	canarycontract "github.com/meridian-data/meridian/shared/canary"
 	"github.com/meridian-data/meridian/shared/gateway"
 	"github.com/meridian-data/meridian/shared/mcpserver"
 	"github.com/meridian-data/meridian/shared/monitors"
@@ -61,6 +62,10 @@ var unexercised = map[string]map[string]string{
 	"sandbox": {
 		"dynamodb:GetItem": "every sandbox call is admitted with its authentication (one UpdateItem); GetItem completes a key " +
 			"hash record written before records carried the key's status (an older deployment's), which the replay's new keys are not",
+	},
+	stack.CanaryName: {
+		"dynamodb:Query": "CanaryRuns (a Query on the table's primary key, newest first) reads the canary's log, " +
+			"which the store gets with issue 42 (RecordCanaryRun, CanaryRuns): the replay adds both when they land",
 	},
 	stack.WorkerName: {
 		"dynamodb:DeleteItem": "RecordUsage deletes a batch's marks only when a counter update after them " +
@@ -852,5 +857,43 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 			t.Errorf("web job after its run: %+v, %v", j, err)
 		}
 		compareGrants(t, stack.WorkerName, rec)
+	})
+
+	// The canary's store calls today (the canary log's, RecordCanaryRun
+	// and CanaryRuns, come with it): fair use under the operator's own
+	// name, the runner's remembered resolutions, and a monthly allowance,
+	// taken until spent and read, as its runner does before each attempt
+	// of a provider that has one.
+	t.Run(stack.CanaryName, func(t *testing.T) {
+		f := newFixture(t)
+		rec := newRecorder()
+		st := dynamostore.New(f.client(rec), f.table)
+		now := time.Now().UTC()
+		for _, key := range []string{"company_registry/search", "company_registry/search", "code_host/profile"} {
+			if _, err := st.AddFairUse(ctx, canarycontract.FairUseAccount, key, 2, now); err != nil {
+				t.Errorf("AddFairUse %s: %v", key, err)
+			}
+		}
+		memo := store.Memo{Cache: st}
+		if _, ok, err := memo.Recall(ctx, "memory#infra-test#site", now); err != nil || ok {
+			t.Errorf("Recall before Keep: %v %v", ok, err)
+		}
+		if err := memo.Keep(ctx, "memory#infra-test#site", "id-42", now, now.Add(time.Hour)); err != nil {
+			t.Error(err)
+		}
+		if v, ok, err := memo.Recall(ctx, "memory#infra-test#site", now); err != nil || !ok || v != "id-42" {
+			t.Errorf("Recall after Keep: %q %v %v", v, ok, err)
+		}
+		month := now.Format("2006-01")
+		for i := range 3 { // the third is refused: the allowance is 2
+			if _, ok, err := st.TakeAllowance(ctx, "INFRA_TEST_ALLOWANCE", month, 2, now); err != nil || ok != (i < 2) {
+				t.Errorf("TakeAllowance %d: %v %v", i, ok, err)
+			}
+		}
+		if used, err := st.AllowanceUsed(ctx, "INFRA_TEST_ALLOWANCE", month, now); err != nil || used != 2 {
+			t.Errorf("AllowanceUsed %d %v", used, err)
+		}
+		f.requireAllowanceCounters(t)
+		compareGrants(t, stack.CanaryName, rec)
 	})
 }

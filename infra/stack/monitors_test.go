@@ -229,8 +229,14 @@ func TestScheduler(t *testing.T) {
 			if group.Properties["Name"] != nil {
 				t.Errorf("schedule group named %v: CloudFormation names it", group.Properties["Name"])
 			}
-			if len(s.ofType("AWS::Scheduler::Schedule")) != 0 {
-				t.Error("the stack declares schedules: the monitors API makes them")
+			// The monitors API makes the monitors' schedules; the stack
+			// declares only the canary's, outside the monitors' group
+			// (canary_test.go).
+			for id, sc := range s.ofType("AWS::Scheduler::Schedule") {
+				if p, _ := sc.Metadata["aws:cdk:path"].(string); !strings.HasSuffix(p, "/"+stack.CanaryScheduleID) ||
+					sc.Properties["GroupName"] != stack.CanaryScheduleGroup {
+					t.Errorf("%s: the stack declares a schedule other than the canary's in the default group: %s", id, canonical(t, sc.Properties))
+				}
 			}
 			roleID, role := s.byPath(t, "SchedulerRole/Resource")
 			trust := statementsOf(role.Properties["AssumeRolePolicyDocument"].(map[string]any))

@@ -60,15 +60,32 @@ const (
 	QueueRetention = 14 * 24 * time.Hour
 	// SweepEvery is the worker's scheduled run.
 	SweepEvery = time.Minute
+	// CanaryTimeout bounds one canary run. A run checks every available
+	// data operation on each configured route (about fifty operations,
+	// some on several routes), each call under its own per-call timeout,
+	// within a budget of source requests (canary.DefaultBudget), then
+	// records the run and writes its metrics. Ten minutes holds a run
+	// whose sources are slow or timing out (at least twenty calls at the
+	// adapter budget, upstream.DefaultTimeout, one after another) and
+	// stays under Lambda's fifteen-minute maximum; a run cut off anyway is
+	// not retried (the next scheduled run comes anyway).
+	CanaryTimeout = 10 * time.Minute
 )
 
-// The adapter budget must stay below the function timeout, and the
-// worker's timeout must cover a call's request deadline with its billing
-// writes: a negative difference does not compile.
+// The adapter budget must stay below the function timeout, the worker's
+// timeout must cover a call's request deadline with its billing writes,
+// and the canary's must stay within Lambda's maximum and hold twenty
+// calls that use their whole adapter budget: a negative difference does
+// not compile.
 const (
 	_ uint64 = uint64(APITimeout - upstream.DefaultTimeout)
 	_ uint64 = uint64(WorkerTimeout - 2*(pipeline.RequestTimeout+CallTail))
+	_ uint64 = uint64(LambdaMaxTimeout - CanaryTimeout)
+	_ uint64 = uint64(CanaryTimeout - 20*upstream.DefaultTimeout)
 )
+
+// LambdaMaxTimeout is the longest a Lambda function may run.
+const LambdaMaxTimeout = 15 * time.Minute
 
 // CallTail is what a call run by the worker writes after its request
 // deadline: the billing write (15 s), the job's or run's outcome (15 s)
@@ -85,6 +102,9 @@ const CallTail = 33 * time.Second
 // The worker runs composite operations (web jobs: a bundle's or a web
 // operation's legs, several upstream calls at once) and any data operation
 // (monitor runs) besides its small usage messages: 1,024 MB too. The
+// canary makes the calls an API function makes (an upstream body of up to
+// 8 MiB, decoded and validated against its schema) and keeps only each
+// check's figures: 512 MB. The
 // sandbox generates small synthetic payloads: 256 MB.
 func Memory(name string) int {
 	switch registry.Family(name) {
@@ -93,16 +113,22 @@ func Memory(name string) int {
 	case registry.Sandbox:
 		return 256
 	}
-	if name == WorkerName {
+	switch name {
+	case WorkerName:
 		return 1024
+	case CanaryName:
+		return 512
 	}
 	return 512
 }
 
 // Timeout is a function's timeout.
 func Timeout(name string) time.Duration {
-	if name == WorkerName {
+	switch name {
+	case WorkerName:
 		return WorkerTimeout
+	case CanaryName:
+		return CanaryTimeout
 	}
 	return APITimeout
 }

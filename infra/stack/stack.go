@@ -60,6 +60,11 @@ type Meridian struct {
 	// which assume SchedulerRole to invoke the worker.
 	SchedulerGroup awsscheduler.CfnScheduleGroup
 	SchedulerRole  awsiam.Role
+	// CanarySchedule runs the canary function every CanaryInterval (in
+	// the default schedule group), assuming CanaryScheduleRole; both nil
+	// with the interval off.
+	CanarySchedule     awsscheduler.CfnSchedule
+	CanaryScheduleRole awsiam.Role
 	// JobAcceptors send accepted web jobs to the jobs queue;
 	// MonitorSchedulers manage the monitors' schedules (with reasons).
 	JobAcceptors      map[string][]string
@@ -85,6 +90,9 @@ type Meridian struct {
 func New(scope constructs.Construct, cfg Config, props *awscdk.StackProps) *Meridian {
 	if err := cfg.Model.Validate(); err != nil {
 		panic("stack: " + err.Error()) // ConfigFromContext reports the same error before synthesis
+	}
+	if err := cfg.CheckCanary(); err != nil {
+		panic("stack: " + err.Error()) // likewise
 	}
 	if props == nil {
 		props = &awscdk.StackProps{}
@@ -120,6 +128,7 @@ func New(scope constructs.Construct, cfg Config, props *awscdk.StackProps) *Meri
 		m.function(name)
 	}
 	m.scheduler()
+	m.canarySchedule()
 	m.api(reg)
 	m.streaming(reg)
 	m.worker()
@@ -332,6 +341,9 @@ func (m *Meridian) function(name string) {
 	if _, ok := m.ModelRunners[name]; ok && m.Config.Model.Enabled() {
 		m.modelEnv(env)
 	}
+	if name == CanaryName {
+		m.canaryEnv(env)
+	}
 	props := &awslambda.FunctionProps{
 		Description:  jsii.String(describe(name)),
 		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
@@ -358,6 +370,14 @@ func (m *Meridian) function(name string) {
 		// environment: a reference to itself would be a cycle.
 		props.FunctionName = jsii.String(WorkerFunctionName(m.Config.Stage))
 	}
+	if name == CanaryName {
+		// EventBridge Scheduler invokes it asynchronously: a run that
+		// failed is not run again (Lambda's default is twice more, each
+		// with a whole budget of source requests), and one Lambda could
+		// not start is dropped once the next is due.
+		props.RetryAttempts = jsii.Number(0)
+		props.MaxEventAge = duration(m.Config.canaryEventAge())
+	}
 	fn := awslambda.NewFunction(m.Stack, jsii.String(id+"Function"), props)
 	m.Functions[name], m.Roles[name], m.LogGroups[name] = fn, role, logs
 	m.grants(name, role, logs)
@@ -367,6 +387,10 @@ func describe(name string) string {
 	if name == WorkerName {
 		return "Meridian worker: usage events and reconciliations, and web jobs, from SQS; monitor runs from EventBridge Scheduler; " +
 			"every minute, the outbox and the sweep of expired reservations"
+	}
+	if name == CanaryName {
+		return "Meridian canary: on its EventBridge Scheduler schedule, checks every available data operation on each " +
+			"configured route within a budget of source requests, and writes CloudWatch metrics (shared/canary)"
 	}
 	return "Meridian " + name + " family (API Gateway HTTP API, payload 2.0)"
 }
@@ -396,6 +420,8 @@ const (
 	SidPassSchedulerRole = "PassSchedulerRole"
 	// The scheduler role's only statement: invoking the worker.
 	SidInvokeWorker = "InvokeWorker"
+	// The canary schedule role's only statement: invoking the canary.
+	SidInvokeCanary = "InvokeCanary"
 	SidSecret       = "ReadUpstreamSecret"
 	SidAdminSecret  = "ReadOperatorSecret"
 	SidModel        = "InvokeAssistModel" // the AI-assist model on Bedrock (ModelRunners only)

@@ -23,7 +23,8 @@ import (
 
 func stacks() map[string]*synthesized {
 	return map[string]*synthesized{"dev": dev, "prod": prod, "imported-secret": imported, "streaming": streaming,
-		"model-bedrock": bedrockModel, "model-profile": profileModel, "model-openai": openaiModel}
+		"model-bedrock": bedrockModel, "model-profile": profileModel, "model-openai": openaiModel,
+		"canary-30m": canaryCustom, "canary-off": canaryOff}
 }
 
 // Every registry route exists once, with its method and path, and its
@@ -436,8 +437,9 @@ func TestFunctions(t *testing.T) {
 				if ref(env["MERIDIAN_TABLE"]) != tableID || env["MERIDIAN_LOG_LEVEL"] != "info" {
 					t.Errorf("%s: environment %v", fn, env)
 				}
-				// The API functions send usage events; the worker only consumes.
-				if q, has := env["MERIDIAN_QUEUE_URL"]; has != (fn != stack.WorkerName) || (has && ref(q) != queueID) {
+				// The API functions send usage events; the worker only
+				// consumes; the canary's calls are never billed.
+				if q, has := env["MERIDIAN_QUEUE_URL"]; has != (fn != stack.WorkerName && fn != stack.CanaryName) || (has && ref(q) != queueID) {
 					t.Errorf("%s: MERIDIAN_QUEUE_URL %v", fn, q)
 				}
 				// The job acceptors send web jobs (written out, not taken
@@ -529,6 +531,7 @@ var (
 	tableAll     = []string{"dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 	tableNoDel   = []string{"dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 	tableSandbox = []string{"dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+	tableCanary  = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 	send         = []string{"sqs:SendMessage"}
 	consume      = []string{"sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"}
 )
@@ -556,6 +559,11 @@ var wantPolicies = map[string]policyWant{
 	// runs, web jobs), so it reads the upstream secret, and disables or
 	// removes schedules.
 	"worker": {table: tableAll, index: []string{"dynamodb:Query"}, queue: consume, jobs: consume, secret: true, schedules: true},
+	// The canary: fair use under the operator's name, the runner's
+	// remembered resolutions and monthly allowances, its own runs (Put,
+	// Query on the table's key); no queue, no schedules, no operator
+	// secret; the upstream secret for the sources' credentials.
+	stack.CanaryName: {table: tableCanary, secret: true},
 }
 
 func TestFunctionPolicies(t *testing.T) {
@@ -711,13 +719,17 @@ func TestSecretReaders(t *testing.T) {
 			t.Errorf("%s reads the secret without a reason", fn)
 		}
 	}
-	want := []string{"commerce", "social", "media", "places", "knowledge", "bundle", "search", "service", "batch", "mcp", stack.WorkerName}
+	want := []string{"commerce", "social", "media", "places", "knowledge", "bundle", "search", "service", "batch", "mcp", stack.WorkerName, stack.CanaryName}
 	if !equalStrings(got, want) {
 		t.Errorf("secret readers %v, want %v", got, want)
 	}
-	// Service serves no upstream endpoint: the catalogue is its only reason.
+	// Service serves no upstream endpoint: the catalogue is its only
+	// reason; the canary calls the sources with the operator's credentials.
 	if why := readers["service"]; len(why) != 1 || why[0] != stack.CatalogueSecretReason {
 		t.Errorf("service reads the upstream secret for %v, want only %q", why, stack.CatalogueSecretReason)
+	}
+	if why := readers[stack.CanaryName]; len(why) != 1 || why[0] != stack.CanarySecretReason {
+		t.Errorf("the canary reads the upstream secret for %v, want only %q", why, stack.CanarySecretReason)
 	}
 	for fn, why := range readers {
 		t.Logf("%s: %s", fn, strings.Join(why, "; "))
@@ -912,7 +924,8 @@ func TestAlarms(t *testing.T) {
 	s := dev
 	topicID, _ := s.byPath(t, "AlarmTopic/Resource")
 	alarms := s.ofType("AWS::CloudWatch::Alarm")
-	if want := 1 + 2*len(stack.Functions()) + 4; len(alarms) != want {
+	canaried := len(stack.CanaryOperations(registry.Default()))
+	if want := 1 + 2*len(stack.Functions()) + 4 + canaried; len(alarms) != want {
 		t.Errorf("%d alarms, want %d", len(alarms), want)
 	}
 	metrics := map[string]int{}
@@ -931,7 +944,7 @@ func TestAlarms(t *testing.T) {
 		}
 	}
 	want := map[string]int{"math": 1, "Errors": len(stack.Functions()), "Throttles": len(stack.Functions()),
-		"ApproximateNumberOfMessagesVisible": 2, "ApproximateAgeOfOldestMessage": 2}
+		"ApproximateNumberOfMessagesVisible": 2, "ApproximateAgeOfOldestMessage": 2, "Breach": canaried}
 	if canonical(t, metrics) != canonical(t, want) {
 		t.Errorf("alarms on %v, want %v", metrics, want)
 	}
@@ -1199,7 +1212,7 @@ func TestConfig(t *testing.T) {
 	// Outputs operators need.
 	for _, out := range []string{"ApiUrl", "TableName", "QueueUrl", "DeadLetterQueueUrl", "UpstreamSecretArn",
 		"AdminSecretArn", "AlarmTopicArn", "OperatorPolicyArn", "JobsQueueUrl", "JobsDeadLetterQueueUrl",
-		"SchedulerGroupName", "SchedulerRoleArn"} {
+		"SchedulerGroupName", "SchedulerRoleArn", stack.OutCanaryFunctionName, stack.OutCanaryScheduleArn} {
 		if _, ok := dev.template.Outputs[out]; !ok {
 			t.Errorf("no output %s", out)
 		}
@@ -1255,6 +1268,11 @@ func TestConfigFromContext(t *testing.T) {
 	for _, bad := range []map[string]any{
 		{"stage": "production"}, {"alarmEmail": "nobody"}, {"logLevel": "loud"}, {"upstreamSecretName": "a b"},
 		{"streamingUrls": "yes please"},
+		// The canary's settings (canary_test.go checks the messages).
+		{"canaryInterval": "hourly"}, {"canaryInterval": "4m"}, {"canaryInterval": "90s"}, {"canaryInterval": "25h"},
+		{"canaryInterval": "0"}, {"canaryInterval": "-1h"}, {"canaryBudget": "0"}, {"canaryBudget": "-3"}, {"canaryBudget": "1.5"},
+		{"canaryBudget": "lots"}, {"canaryFillShare": "0"}, {"canaryFillShare": "1.2"}, {"canaryFillShare": "-0.5"},
+		{"canaryFillShare": "NaN"}, {"canaryFillShare": "most"},
 	} {
 		if _, err := stack.ConfigFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &bad})); err == nil {
 			t.Errorf("%v accepted", bad)

@@ -28,6 +28,9 @@ var (
 	// foundation model, Bedrock through a cross-region inference profile
 	// in an explicit region, and an OpenAI-compatible server.
 	bedrockModel, profileModel, openaiModel *synthesized
+	// The canary's settings from the context (canary_test.go): every
+	// CanaryTestInterval with its own budget and fill share, and off.
+	canaryCustom, canaryOff *synthesized
 	// canary holds cdk-nag's findings on a stack that breaks its rules.
 	canary    []string
 	synthTime time.Duration
@@ -163,6 +166,21 @@ func synthAll() (int, error) {
 			return 1, err
 		}
 	}
+	// The canary every 30 minutes with its own budget and fill share, and
+	// off, each in its own app.
+	for i, c := range []struct {
+		into     **synthesized
+		interval time.Duration
+	}{{&canaryCustom, canaryTestInterval}, {&canaryOff, 0}} {
+		canaryApp := newApp(fmt.Sprintf("canary-%d", i))
+		cfg := preset(stack.StageDev)
+		cfg.CanaryInterval, cfg.CanaryBudget, cfg.CanaryFillShare = c.interval, canaryTestBudget, canaryTestFillShare
+		m := stack.New(canaryApp, cfg, nil)
+		nag(canaryApp)
+		if *c.into, err = read(canaryApp.Synth(nil), m); err != nil {
+			return 1, err
+		}
+	}
 	// A queue without encryption, SSL policy or DLQ: cdk-nag must object.
 	app3 := newApp("canary")
 	awssqs.NewQueue(awscdk.NewStack(app3, jsii.String("Canary"), nil), jsii.String("Queue"), nil)
@@ -171,7 +189,7 @@ func synthAll() (int, error) {
 		canary = nagFindings(*msgs)
 	}
 	synthTime = time.Since(start)
-	fmt.Fprintf(os.Stderr, "infra: synthesized the dev, prod, imported-secret, streaming-URL, three model and canary stacks in %s\n", synthTime.Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "infra: synthesized the dev, prod, imported-secret, streaming-URL, three model, two canary-setting and nag canary stacks in %s\n", synthTime.Round(time.Millisecond))
 	return 0, nil
 }
 
@@ -319,5 +337,5 @@ func assertNoPanic(t *testing.T, what string, f func()) {
 }
 
 func TestSynthTime(t *testing.T) {
-	t.Logf("dev, prod, imported-secret, streaming-URL, three model and canary stacks synthesized (with cdk-nag) in %s", synthTime.Round(time.Millisecond))
+	t.Logf("dev, prod, imported-secret, streaming-URL, three model, two canary-setting and nag canary stacks synthesized (with cdk-nag) in %s", synthTime.Round(time.Millisecond))
 }
