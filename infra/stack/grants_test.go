@@ -63,10 +63,6 @@ var unexercised = map[string]map[string]string{
 		"dynamodb:GetItem": "every sandbox call is admitted with its authentication (one UpdateItem); GetItem completes a key " +
 			"hash record written before records carried the key's status (an older deployment's), which the replay's new keys are not",
 	},
-	stack.CanaryName: {
-		"dynamodb:Query": "CanaryRuns (a Query on the table's primary key, newest first) reads the canary's log, " +
-			"which the store gets with issue 42 (RecordCanaryRun, CanaryRuns): the replay adds both when they land",
-	},
 	stack.WorkerName: {
 		"dynamodb:DeleteItem": "RecordUsage deletes a batch's marks only when a counter update after them " +
 			"fails (so a redelivery counts the events): an error path that needs DynamoDB to fail mid-call " +
@@ -859,16 +855,25 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 		compareGrants(t, stack.WorkerName, rec)
 	})
 
-	// The canary's store calls today (the canary log's, RecordCanaryRun
-	// and CanaryRuns, come with it): fair use under the operator's own
-	// name, the runner's remembered resolutions, and a monthly allowance,
-	// taken until spent and read, as its runner does before each attempt
-	// of a provider that has one.
+	// The canary's store calls: the last runs read and the new one
+	// recorded (the canary log), fair use under the operator's own name,
+	// the runner's remembered resolutions, and a monthly allowance, taken
+	// until spent and read, as its runner does before each attempt of a
+	// provider that has one.
 	t.Run(stack.CanaryName, func(t *testing.T) {
 		f := newFixture(t)
 		rec := newRecorder()
 		st := dynamostore.New(f.client(rec), f.table)
 		now := time.Now().UTC()
+		if runs, err := st.CanaryRuns(ctx, 7, now); err != nil || len(runs) != 0 {
+			t.Errorf("CanaryRuns before any: %v %v", runs, err)
+		}
+		if err := st.RecordCanaryRun(ctx, store.CanaryRun{At: now, Report: []byte("run")}); err != nil {
+			t.Error(err)
+		}
+		if runs, err := st.CanaryRuns(ctx, 7, now); err != nil || len(runs) != 1 {
+			t.Errorf("CanaryRuns after one: %v %v", runs, err)
+		}
 		for _, key := range []string{"company_registry/search", "company_registry/search", "code_host/profile"} {
 			if _, err := st.AddFairUse(ctx, canarycontract.FairUseAccount, key, 2, now); err != nil {
 				t.Errorf("AddFairUse %s: %v", key, err)
