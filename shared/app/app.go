@@ -147,6 +147,7 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 	fairUse, _ := deps.Store.(store.FairUse)
 	outcomes, _ := deps.Store.(store.Outcomes)
 	canaryLog, _ := deps.Store.(store.CanaryLog)
+	fills, _ := deps.Store.(store.Fills)
 	recalls, _ := deps.Store.(store.Recalls)
 	monitorStore, _ := deps.Store.(store.Monitors)
 	jobs, _ := deps.Store.(store.Jobs)
@@ -172,6 +173,7 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 		DataSchemas:   schemas.For,
 		Outcomes:      outcomes,
 		Canary:        canaryLog,
+		Fills:         fills,
 		Limits:        limits,
 		FairUse:       fairUse,
 		FairUseLimits: fairUseLimits(logger),

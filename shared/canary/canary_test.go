@@ -292,4 +292,3 @@ func TestEncodeDecode(t *testing.T) {
 		t.Error("garbage decoded")
 	}
 }
-

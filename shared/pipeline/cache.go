@@ -32,6 +32,9 @@ type cacheUse struct {
 	keep   bool // store a fresh success
 	hit    *store.CacheEntry
 	status string
+	// fill is the in-process flight this call leads as the key's filler
+	// (request collapsing); its cache write ends it.
+	fill *flight
 }
 
 // cacheUse is the call's use of the response cache, with the lookup
@@ -134,9 +137,22 @@ func (p *Pipeline) keep(x *exchange, cu cacheUse, raw []byte) {
 		return
 	}
 	now := p.cfg.Now()
+	if cu.fill != nil {
+		cu.fill.handedOff = true
+	}
 	x.effect(func(ctx context.Context) {
-		if err := p.cfg.Cache.CachePut(ctx, cu.key, raw, now, now.Add(cu.ttl)); err != nil {
+		err := p.cfg.Cache.CachePut(ctx, cu.key, raw, now, now.Add(cu.ttl))
+		if err != nil {
 			p.cfg.Logger.Warn("cache write failed", "request_id", x.requestID, "error", err.Error())
+		}
+		if cu.fill != nil {
+			// The requests waiting for this fill are answered from the
+			// entry, now that it is stored; a failed write is a failed fill.
+			var entry *store.CacheEntry
+			if err == nil {
+				entry = &store.CacheEntry{Data: raw, StoredAt: now, ExpiresAt: now.Add(cu.ttl)}
+			}
+			p.endFlight(cu.key, cu.fill, entry)
 		}
 	})
 }

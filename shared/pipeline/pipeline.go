@@ -99,6 +99,13 @@ type Config struct {
 	Contact *openapi.Contact
 	// Outcomes serves /v1/status (the worker writes it from usage events).
 	Outcomes store.Outcomes
+	// Fills are the cache's fill markers, which collapse identical
+	// requests across processes (nil: within this process only), with
+	// their lease and the waiters' poll (0: DefaultFillLease and
+	// DefaultFillPoll).
+	Fills     store.Fills
+	FillLease time.Duration
+	FillPoll  time.Duration
 	// Canary holds the canary's runs: /v1/status shows each platform's
 	// part of the last one (nil: no canary column).
 	Canary store.CanaryLog
@@ -159,6 +166,10 @@ type Pipeline struct {
 	mcp         mcpSurface
 	// cacheInProcess: cache lookups are made in line (store.InProcess).
 	cacheInProcess bool
+	// flights are this process's cache fills in flight (collapse.go), with
+	// the fill marker's lease and the poll of another process's fill.
+	flights             flights
+	fillLease, fillPoll time.Duration
 }
 
 // New builds a pipeline; built-in handlers (the API and platform indexes)
@@ -205,7 +216,14 @@ func New(cfg Config) *Pipeline {
 		handlers[k] = h
 	}
 	cfg.Handlers = handlers
-	p := &Pipeline{cfg: cfg, routes: registry.NewRouteTable(cfg.Registry.Routes()), cacheInProcess: store.IsInProcess(cfg.Cache)}
+	p := &Pipeline{cfg: cfg, routes: registry.NewRouteTable(cfg.Registry.Routes()), cacheInProcess: store.IsInProcess(cfg.Cache),
+		fillLease: cfg.FillLease, fillPoll: cfg.FillPoll}
+	if p.fillLease <= 0 {
+		p.fillLease = DefaultFillLease
+	}
+	if p.fillPoll <= 0 {
+		p.fillPoll = DefaultFillPoll
+	}
 	if g, ok := cfg.Store.(store.Gate); ok && cfg.Limits != nil && any(cfg.Limits) == any(cfg.Store) {
 		if _, storeKeys := cfg.Keys.(auth.StoreKeys); storeKeys {
 			p.gate = g
