@@ -5,7 +5,8 @@
 # against its schema and prints a table; exits non-zero when an operation
 # failed or its data does not validate. It spends the sources' quota: never
 # part of make test. Flags: -only platform/endpoint,... -timeout 30s -json
-# -replay (offline, against the fixtures) -fixtures DIR. See scripts/canary/main.go.
+# -replay (offline, against the fixtures) -fixtures DIR -record DIR (live:
+# each answer saved as a sanitised replay fixture). See scripts/canary/main.go.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # Built, then run (like scripts/bench): go run would turn exit 2 (usage or

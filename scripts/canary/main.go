@@ -9,6 +9,7 @@
 //	go run ./scripts/canary -only code_host/profile,company_registry/search
 //	go run ./scripts/canary -json                 # one JSON object per operation
 //	go run ./scripts/canary -replay               # against the replay fixtures, offline
+//	go run ./scripts/canary -record testdata/upstream # live, each answer saved as a sanitised fixture
 //
 // It exits 1 when an operation failed or returned data that does not
 // validate, 2 on a usage or configuration error. Live mode calls the real
@@ -22,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
@@ -51,6 +53,7 @@ type options struct {
 	json     bool
 	replay   bool
 	fixtures string
+	record   string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -63,11 +66,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per operation instead of a table")
 	fs.BoolVar(&o.replay, "replay", false, "run against the local replay upstream (fixtures) instead of the live sources")
 	fs.StringVar(&o.fixtures, "fixtures", replay.DefaultDir, "replay fixtures folder, with -replay (relative paths: from the working directory, which scripts/canary.sh sets to the repository root)")
+	fs.StringVar(&o.record, "record", "", "live mode: save each source answer as a replay fixture under DIR/<provider>/, credentials, cookies and signed URL parameters removed")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if o.record != "" && o.replay {
+		return o, errors.New("-record records the live sources: it cannot be combined with -replay")
 	}
 	if o.timeout <= 0 {
 		return o, errors.New("-timeout must be positive")
@@ -132,7 +139,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, secrets a
 			return exitUsage
 		}
 	}
-	runner := app.NewUpstream(logger, lookup, replayURL)
+	var rec *recording
+	var client *http.Client
+	if o.record != "" {
+		rec = startRecording(o.record, lookup)
+		client = rec.client
+	}
+	runner := app.NewUpstreamClient(logger, lookup, replayURL, client)
 
 	keys := o.only
 	if len(keys) == 0 {
@@ -159,6 +172,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, secrets a
 	if err != nil {
 		fmt.Fprintln(stderr, "canary:", err)
 		return exitUsage
+	}
+	if rec != nil && !rec.report(stderr) {
+		return exitFailed
 	}
 	for _, r := range rows {
 		if !r.OK {
