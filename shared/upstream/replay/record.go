@@ -158,7 +158,7 @@ func (s *Sanitizer) matchQuery(q url.Values) map[string]string {
 		if len(vs) > 0 {
 			v = vs[0]
 		}
-		if CredentialName(k) || s.IsSecret(v) || s.str(v) != v {
+		if CredentialName(k) || s.IsSecret(v) || s.str(v) != v || carriesCredential(v) {
 			v = "*"
 		}
 		out[k] = v
@@ -196,7 +196,7 @@ func (s *Sanitizer) matchBody(contentType string, body []byte) map[string]json.R
 		switch t := v.(type) {
 		case string:
 			kept = escapePattern(t)
-			if CredentialName(k) || s.IsSecret(t) || s.str(t) != t || len(t) > maxMatchedString {
+			if CredentialName(k) || s.IsSecret(t) || s.str(t) != t || len(t) > maxMatchedString || carriesCredential(t) {
 				kept = "*"
 			}
 		case json.Number, bool:
@@ -217,6 +217,54 @@ func (s *Sanitizer) matchBody(contentType string, body []byte) map[string]json.R
 		return nil
 	}
 	return out
+}
+
+// carriesCredential reports whether a request value is itself a document
+// naming a credential field: a forwarded request body (a service's
+// httpRequestText, or its base64 httpRequestBody) in JSON or form
+// encoding, carrying a csrf token or a password, say.
+func carriesCredential(v string) bool {
+	if decoded, _, ok := base64Text(v); ok {
+		v = decoded
+	}
+	t := strings.TrimSpace(v)
+	if strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[") {
+		var doc any
+		return json.Unmarshal([]byte(t), &doc) == nil && namesCredential(doc)
+	}
+	if strings.Contains(t, "=") && !strings.ContainsAny(t, " \t\r\n") {
+		if form, err := url.ParseQuery(t); err == nil {
+			for k := range form {
+				if CredentialName(k) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// namesCredential reports whether a decoded JSON document has a
+// credential-named field, or a name/value pair naming one, at any depth.
+func namesCredential(v any) bool {
+	switch t := v.(type) {
+	case []any:
+		for _, x := range t {
+			if namesCredential(x) {
+				return true
+			}
+		}
+	case map[string]any:
+		if name, ok := t["name"].(string); ok && CredentialName(name) {
+			return true
+		}
+		for k, x := range t {
+			if CredentialName(k) && !exemptField(k) || namesCredential(x) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // relativePath is u's path relative to the route's base URL, as the

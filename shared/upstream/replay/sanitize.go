@@ -278,16 +278,18 @@ func CredentialName(name string) bool {
 }
 
 // signingNames are the URL parameters (normalised) that sign a URL or
-// scope its access: cloud storage and CDN signatures (S3/CloudFront,
-// Google, Azure SAS, Facebook's and Instagram's CDNs: oh, oe, _nc_ohc,
-// _nc_sid), besides every credential name.
+// scope its access, besides every credential name: CloudFront's
+// Key-Pair-Id, Google's GoogleAccessId, Akamai's tokens, and the hashes of
+// Facebook's and Instagram's CDNs (oh, _nc_ohc, _nc_sid, _nc_gid).
 var signingNames = map[string]bool{
-	"keypairid": true, "policy": true, "oh": true, "oe": true, "ncohc": true, "ncsid": true, "ncgid": true,
-	"googleaccessid": true, "hmac": true, "hdnts": true, "hdnea": true, "ncoc": true,
+	"keypairid": true, "googleaccessid": true, "hmac": true, "hdnts": true, "hdnea": true,
+	"oh": true, "ncohc": true, "ncsid": true, "ncgid": true,
 }
 
-// expiryNames go with a signature: removed when one was.
-var expiryNames = map[string]bool{"expires": true, "expiry": true, "exp": true, "expiration": true}
+// pairedNames go with a signature (its expiry, a CloudFront policy, the
+// CDNs' oe): removed when the URL is signed, kept otherwise (oe=UTF8 in a
+// shop's link is no signature).
+var pairedNames = map[string]bool{"expires": true, "expiry": true, "exp": true, "expiration": true, "oe": true, "policy": true}
 
 // signingParam reports whether a URL parameter signs or authorises it.
 func signingParam(name string) bool {
@@ -346,7 +348,7 @@ func stripURL(raw string) string {
 	kept := params[:0:0]
 	for _, p := range params {
 		n := name(p)
-		if signingParam(n) || expiryNames[normalise(n)] {
+		if signingParam(n) || pairedNames[normalise(n)] {
 			continue
 		}
 		kept = append(kept, p)

@@ -89,6 +89,8 @@ func TestSanitizerText(t *testing.T) {
 		},
 		{"unsigned URL unchanged", "https://x.example/a?id=7&page=2", "https://x.example/a?id=7&page=2"},
 		{"expires alone unchanged", "https://x.example/a?expires=1", "https://x.example/a?expires=1"},
+		{"oe without a signature unchanged", "https://shop.example/dp/B0?ie=UTF8&oe=UTF8", "https://shop.example/dp/B0?ie=UTF8&oe=UTF8"},
+		{"policy with a signature", "https://d.example/v?Policy=eyJ&Signature=x&Key-Pair-Id=K&q=1", "https://d.example/v?q=1"},
 		{
 			"configured token in a URL",
 			"https://api.example/v1?access_token=" + testToken + "&fields=id",
@@ -170,7 +172,9 @@ func TestFixtureFromExchange(t *testing.T) {
 		BaseURL: "https://api.example/base/", Method: http.MethodPost, URL: u,
 		RequestHeader: http.Header{"Content-Type": {"application/json"}, "Authorization": {"Bearer " + testToken}},
 		RequestBody: mustJSON(t, map[string]any{"url": "https://shop.example/p?id=1", "geolocation": "GB", "n": 2, "token": testToken,
-			"echo": "x" + testKey, "headers": []map[string]string{{"name": "cookie", "value": "s=1"}}}),
+			"echo": "x" + testKey, "headers": []map[string]string{{"name": "cookie", "value": "s=1"}},
+			"httpRequestText": `{"query":"q","csrfToken":"c5rf-from-the-page"}`, "form": "user=ada&password=pw1234",
+			"httpRequestBody": base64.StdEncoding.EncodeToString([]byte(`{"variables":{"session_id":"s-9"}}`)), "plain": "a=b"}),
 		Status: 200,
 		ResponseHeader: http.Header{
 			"Content-Type": {"application/json"}, "Content-Encoding": {"gzip"}, "Set-Cookie": {"session=srv-cookie"},
@@ -187,7 +191,7 @@ func TestFixtureFromExchange(t *testing.T) {
 		t.Errorf("file name %q", name)
 	}
 	assertClean(t, "fixture", string(contents))
-	for _, gone := range []string{"srv-cookie", "Set-Cookie", "set-cookie", "X-Request-Id", "x-request-id", "Authorization", "cookie", "oh=", "sig%3D1"} {
+	for _, gone := range []string{"c5rf-from-the-page", "pw1234", "srv-cookie", "Set-Cookie", "set-cookie", "X-Request-Id", "x-request-id", "Authorization", "cookie", "oh=", "sig%3D1"} {
 		if strings.Contains(string(contents), gone) {
 			t.Errorf("fixture holds %q:\n%s", gone, contents)
 		}
@@ -208,7 +212,8 @@ func TestFixtureFromExchange(t *testing.T) {
 			t.Errorf("query %s = %q, want %q", k, fx.Match.Query[k], v)
 		}
 	}
-	wantBody := map[string]string{"url": `"https://shop.example/p\\?id=1"`, "geolocation": `"GB"`, "n": `2`, "token": `"*"`, "echo": `"*"`}
+	wantBody := map[string]string{"url": `"https://shop.example/p\\?id=1"`, "geolocation": `"GB"`, "n": `2`, "token": `"*"`, "echo": `"*"`,
+		"httpRequestText": `"*"`, "form": `"*"`, "httpRequestBody": `"*"`, "plain": `"a=b"`}
 	if len(fx.Match.Body) != len(wantBody) {
 		t.Errorf("body %v", fx.Match.Body)
 	}
