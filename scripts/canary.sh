@@ -8,7 +8,8 @@
 # check failed, did not validate or drifted. Live mode spends the sources'
 # quota: never part of make test. Flags: -only platform/endpoint,...
 # -timeout 30s -budget N -fill-share 0.8 -json -replay (offline, against
-# the fixtures) -fixtures DIR -write-baseline FILE. See scripts/canary/main.go.
+# the fixtures) -fixtures DIR -write-baseline FILE -record DIR (live: each
+# answer saved as a sanitised replay fixture). See scripts/canary/main.go.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # Built under build/tools (not build/canary, the canary function's asset

@@ -12,6 +12,7 @@
 //	go run ./scripts/canary -json                 # one JSON object per operation and route
 //	go run ./scripts/canary -replay               # against the replay fixtures, offline
 //	go run ./scripts/canary -replay -write-baseline shared/canary/baseline.json
+//	go run ./scripts/canary -record testdata/upstream # live, each answer saved as a sanitised fixture
 //
 // It exits 1 when an operation failed, returned data that does not
 // validate or drifted below the fill share of its baseline, 2 on a usage
@@ -27,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -59,6 +61,7 @@ type options struct {
 	budget        int64
 	fillShare     float64
 	writeBaseline string
+	record        string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -74,6 +77,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Int64Var(&o.budget, "budget", canary.DefaultBudget, "the most source requests the run makes, every route, retry and fetch included")
 	fs.Float64Var(&o.fillShare, "fill-share", canary.DefaultFillShare, "a fill rate below this share of its baseline is drift")
 	fs.StringVar(&o.writeBaseline, "write-baseline", "", "with -replay: write the run's fills as the baseline file (make canary-baseline)")
+	fs.StringVar(&o.record, "record", "", "live mode: save each source answer as a replay fixture under DIR/<provider>/, credentials, cookies and signed URL parameters removed")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -81,6 +85,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	switch {
+	case o.record != "" && o.replay:
+		return o, errors.New("-record records the live sources: it cannot be combined with -replay")
 	case o.timeout <= 0:
 		return o, errors.New("-timeout must be positive")
 	case o.budget <= 0:
@@ -150,7 +156,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, secrets a
 			return exitUsage
 		}
 	}
-	runner := app.NewUpstream(logger, lookup, replayURL)
+	var rec *recording
+	var client *http.Client
+	if o.record != "" {
+		rec = startRecording(o.record, lookup)
+		client = rec.client
+	}
+	runner := app.NewUpstreamClient(logger, lookup, replayURL, client)
 	shipped, err := canary.Shipped()
 	if err != nil {
 		fmt.Fprintln(stderr, "canary:", err)
@@ -182,6 +194,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, secrets a
 	if err != nil {
 		fmt.Fprintln(stderr, "canary:", err)
 		return exitUsage
+	}
+	if rec != nil && !rec.report(stderr) {
+		return exitFailed
 	}
 	for _, c := range rep.Checks {
 		if !c.OK || c.Drifting {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
@@ -115,6 +116,13 @@ func UpstreamLookup(ctx context.Context, secrets SecretsAPI) (func(string) (stri
 // NewUpstream builds the route table from the shipped providers. With a
 // replayURL every network provider points at the replay upstream.
 func NewUpstream(logger *slog.Logger, lookup func(string) (string, bool), replayURL string) *upstream.Runner {
+	return NewUpstreamClient(logger, lookup, replayURL, nil)
+}
+
+// NewUpstreamClient is NewUpstream whose routes make their requests with
+// client (nil: upstream.NewAPIClient's); the canary's -record passes one
+// whose transport records each answer.
+func NewUpstreamClient(logger *slog.Logger, lookup func(string) (string, bool), replayURL string, client *http.Client) *upstream.Runner {
 	providers := adapters.All()
 	for _, p := range providers {
 		if v, ok := lookup(p.BaseURLVar()); ok && strings.HasPrefix(v, "http://") && len(p.Secrets) > 0 && replayURL == "" {
@@ -126,7 +134,7 @@ func NewUpstream(logger *slog.Logger, lookup func(string) (string, bool), replay
 			logger.Info("upstream monthly allowance", "provider", p.Name, "attempts", limit)
 		}
 	}
-	r := upstream.NewRunner(providers, upstream.Settings{Lookup: lookup, ReplayURL: replayURL})
+	r := upstream.NewRunner(providers, upstream.Settings{Lookup: lookup, ReplayURL: replayURL, Client: client})
 	wired := r.Endpoints()
 	sort.Strings(wired)
 	logger.Info("upstream routes", "endpoints_with_a_route", wired, "replay", replayURL != "")

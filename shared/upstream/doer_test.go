@@ -114,3 +114,35 @@ func TestDoerCapsTheBody(t *testing.T) {
 		t.Errorf("a body over MaxBody: %v; want errBodyTooLarge", err)
 	}
 }
+
+// roundTripFunc is a function serving as a transport.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestRequestsCarryTheirRoute(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { serveJSON(w, 200, `{}`) }))
+	t.Cleanup(srv.Close)
+	var seen []RouteInfo
+	client := NewAPIClient()
+	next := client.Transport
+	client.Transport = roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if info, ok := RouteOf(r.Context()); ok {
+			seen = append(seen, info)
+		}
+		return next.RoundTrip(r)
+	})
+	var unused atomic.Int32
+	p := &Provider{Name: "sdk", BaseURL: srv.URL + "/base", Endpoints: map[string]Adapter{"test/sdk": sdkLike(&unused)}}
+	out := NewRunner([]*Provider{p}, Settings{Options: quick, Client: client}).Serve(context.Background(), "test/sdk", nil)
+	if out.Fault != nil {
+		t.Fatal(out.Fault)
+	}
+	want := RouteInfo{Provider: "sdk", BaseURL: srv.URL + "/base"}
+	if len(seen) != 2 || seen[0] != want || seen[1] != want {
+		t.Errorf("routes seen by the transport: %+v, want %+v twice", seen, want)
+	}
+	if _, ok := RouteOf(context.Background()); ok {
+		t.Error("a context outside an attempt names a route")
+	}
+}

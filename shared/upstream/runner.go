@@ -303,6 +303,11 @@ func configure(p *Provider, s Settings) (base string, secrets map[string]string,
 	return base, secrets, true
 }
 
+// NewAPIClient is the client NewRunner uses when Settings.Client is nil:
+// a caller that wants to observe the routes' requests (the canary's
+// -record) wraps its Transport and passes it as Settings.Client.
+func NewAPIClient() *http.Client { return apiClient() }
+
 // apiClient talks to configured providers. Their base URLs are operator
 // configuration, so it may reach a local proxy; it follows redirects only
 // within the same scheme and host.
@@ -571,10 +576,29 @@ func (r *Runner) tryRoute(ctx context.Context, rt *route, params map[string]stri
 	return data, last, leg, g
 }
 
+// RouteInfo names the route an attempt runs on.
+type RouteInfo struct {
+	Provider string // the provider's Name
+	BaseURL  string // the route's base URL as configured
+}
+
+// routeKey carries an attempt's RouteInfo in its context.
+type routeKey struct{}
+
+// RouteOf reports the route whose attempt made a request with ctx (an
+// http.Request's context, in a RoundTripper of Settings.Client), so a
+// transport shared by every route knows whose request it carries: the
+// replay recorder files answers under their provider this way.
+func RouteOf(ctx context.Context) (RouteInfo, bool) {
+	info, ok := ctx.Value(routeKey{}).(RouteInfo)
+	return info, ok
+}
+
 // attempt runs the adapter once under the attempt timeout; sent is how
 // many upstream requests it made (counted when a meter or an allowance
 // gates them).
 func (r *Runner) attempt(ctx context.Context, rt *route, params map[string]string, take func(context.Context) *Fault) (any, *Fault, int64) {
+	ctx = context.WithValue(ctx, routeKey{}, RouteInfo{Provider: rt.provider.Name, BaseURL: rt.baseURL})
 	actx, cancel := context.WithTimeout(ctx, rt.timeout)
 	defer cancel()
 	c := &Call{Params: params, BaseURL: rt.baseURL, Now: r.opts.Now(), secrets: rt.secrets, client: r.client, public: r.public,

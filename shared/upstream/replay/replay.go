@@ -33,6 +33,17 @@
 // "reset" closes the connection without an answer, "truncate" sends half
 // of the body after announcing all of it. InjectChaos adds such faults
 // (and 5xx, 429 and timeouts) at random to a share of all answers.
+//
+// Recorder writes fixtures from real traffic (scripts/canary.sh -record
+// DIR): an http.RoundTripper in front of the routes' transport, it learns
+// each request's provider and base URL from upstream.RouteOf and writes the
+// answer to DIR/<provider>/rec-<method>-<path>-<hash of match>.json, so
+// recording the same request again overwrites the same file and git diff
+// shows what the source changed. Nothing is written before Sanitizer has
+// removed every configured secret (raw, URL-encoded, JSON-escaped, HTML-
+// escaped, base64), request headers, cookies, credential-named parameters
+// and fields, and the signing parameters of URLs inside bodies; a file
+// that would still hold a secret is not written at all.
 package replay
 
 import (
