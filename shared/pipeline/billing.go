@@ -60,12 +60,6 @@ func (p *Pipeline) dispatch(x *exchange, c *Call) {
 		return
 	}
 	cu := p.cacheUse(x, c)
-	if p.collapses(c, cu) {
-		// Another request may be fetching this entry: wait for it, or
-		// lead the fill (endFill ends it if the cache write does not).
-		f := p.awaitFill(x, c, &cu)
-		defer p.endFill(cu.key, f)
-	}
 	// A paid, uncached call waits for its slot after its reserve, which
 	// runs beside it; every other answer waits for it now.
 	slotted := func() bool {

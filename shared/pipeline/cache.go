@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
+	"net/url"
 	"strings"
 	"time"
 
@@ -47,7 +49,9 @@ type cacheUse struct {
 func (p *Pipeline) cacheUse(x *exchange, c *Call) cacheUse {
 	if c.lookup != nil {
 		<-c.lookup.done
-		return c.lookup.cu
+		cu := c.lookup.cu
+		p.awaitFill(x, &cu, &c.lookup.join)
+		return cu
 	}
 	cu := p.cachePlan(x, c.Endpoint, c.Params)
 	cu.keep = cu.keep && c.parent == ""
@@ -55,30 +59,38 @@ func (p *Pipeline) cacheUse(x *exchange, c *Call) cacheUse {
 	return cu
 }
 
-// cacheLookup is a cache lookup under way.
+// cacheLookup is a cache lookup under way; on a miss it also joins the
+// key's fill (request collapsing), so the fill's claim runs beside
+// authentication too.
 type cacheLookup struct {
 	done chan struct{}
 	cu   cacheUse
+	join fillJoin
 }
 
 // startLookup starts the lookup of a validated request in the cache.
 func (p *Pipeline) startLookup(x *exchange, e *registry.Endpoint, v params.Result) *cacheLookup {
 	l := &cacheLookup{done: make(chan struct{}), cu: p.cachePlan(x, e, v)}
+	x.lookup = l
 	if !l.cu.lookup {
 		close(l.done)
 		return l
 	}
 	ctx, requestID := x.r.Context(), x.requestID
-	if p.cacheInProcess {
-		// A goroutine (and growing its stack) would cost more than the read.
-		p.lookupCache(ctx, requestID, &l.cu)
-		close(l.done)
-		return l
-	}
-	go func() {
+	collapses := collapsible(e, v, l.cu)
+	run := func() {
 		defer close(l.done)
 		p.lookupCache(ctx, requestID, &l.cu)
-	}()
+		if collapses && l.cu.hit == nil {
+			l.join = p.joinFill(ctx, requestID, l.cu.key)
+		}
+	}
+	if p.cacheInProcess {
+		// A goroutine (and growing its stack) would cost more than the read.
+		run()
+		return l
+	}
+	go run()
 	return l
 }
 
@@ -102,8 +114,7 @@ func (p *Pipeline) cachePlan(x *exchange, e *registry.Endpoint, v params.Result)
 		shared.Values = maps.Clone(shared.Values)
 		delete(shared.Values, "stream")
 	}
-	sum := sha256.Sum256([]byte(e.Key() + "?" + shared.CacheKey()))
-	cu := cacheUse{key: hex.EncodeToString(sum[:]), ttl: ttl, lookup: true, keep: true, status: cacheMiss}
+	cu := cacheUse{key: cacheKey(e, shared), ttl: ttl, lookup: true, keep: true, status: cacheMiss}
 	for _, d := range strings.Split(strings.ToLower(x.r.Header.Get("cache-control")), ",") {
 		switch strings.TrimSpace(d) {
 		case "no-cache", "max-age=0":
@@ -113,6 +124,31 @@ func (p *Pipeline) cachePlan(x *exchange, e *registry.Endpoint, v params.Result)
 		}
 	}
 	return cu
+}
+
+// cacheKey is the response cache's key of a validated request.
+func cacheKey(e *registry.Endpoint, v params.Result) string {
+	sum := sha256.Sum256([]byte(e.Key() + "?" + v.CacheKey()))
+	return hex.EncodeToString(sum[:])
+}
+
+// CacheKey is the response cache's key of a request for endpoint (a
+// platform/endpoint key) with the raw query: the key the cache entry and
+// its fill marker are stored under.
+func CacheKey(reg *registry.Registry, endpoint, rawQuery string) (string, error) {
+	e, ok := reg.Endpoint(endpoint)
+	if !ok {
+		return "", fmt.Errorf("no endpoint %s", endpoint)
+	}
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return "", err
+	}
+	v, verr := params.Validate(e, q, nil)
+	if verr != nil {
+		return "", verr
+	}
+	return cacheKey(e, v), nil
 }
 
 // lookupCache reads the planned entry, if the plan looks up.

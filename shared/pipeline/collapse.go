@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meridian-data/meridian/shared/params"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/upstream"
@@ -14,11 +15,13 @@ import (
 // requests for the same key wait for its entry instead of fetching too.
 // In one process the first request leads and the others wait on it; across
 // processes and instances the leader claims the key's fill marker in the
-// store (store.Fills, a lease it renews while it fetches), and a process
-// that finds another's live marker polls the cache entry. A waiter answered
-// from the entry is a cache HIT at 0 credits. A fill that fails is never
+// store (store.Fills, a lease it renews while it fetches), and a leader
+// that finds another process's live marker polls the cache entry. The
+// join and the claim run beside authentication, after the cache lookup
+// misses, so a paid call takes no extra round trip. A waiter answered from
+// the entry is a cache HIT at 0 credits. A fill that fails is never
 // shared: its marker is released, and one waiter takes the fill over; a
-// waiter still unanswered after the endpoint's timeout fetches itself.
+// waiter still unanswered after the adapter timeout fetches itself.
 
 // Defaults of the fill marker's lease and of the cross-process poll.
 const (
@@ -35,11 +38,13 @@ type flight struct {
 	// entry is what the fill stored; nil when it failed (set before done
 	// closes).
 	entry *store.CacheEntry
-	// handedOff: the answer's cache write will end the flight (keep),
-	// so the request's own end does not.
+	// handedOff: the filler's cache write will end the flight (keep), so
+	// the request's own end does not.
 	handedOff bool
 	once      sync.Once
-	release   func(filled bool) // the store marker's release and renewal stop
+	// release stops the store marker's renewal and, for a failed fill,
+	// releases it; nil without a marker.
+	release func(filled bool)
 }
 
 // end ends the flight once: waiters see entry (nil: the fill failed).
@@ -59,8 +64,8 @@ type flights struct {
 	m  map[string]*flight
 }
 
-// join returns the key's flight, and whether this caller leads it (it was
-// none, so the caller's request is the filler in this process).
+// join returns the key's flight, and whether this caller leads it (there
+// was none).
 func (fs *flights) join(key string) (*flight, bool) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
@@ -75,7 +80,7 @@ func (fs *flights) join(key string) (*flight, bool) {
 	return f, true
 }
 
-// leave forgets the key's flight f (a later request starts a new one).
+// leave forgets the key's flight f (the next request starts a new one).
 func (fs *flights) leave(key string, f *flight) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
@@ -84,85 +89,117 @@ func (fs *flights) leave(key string, f *flight) {
 	}
 }
 
-// collapses says whether the call takes part: a direct data call that
-// reads and fills the cache (no Cache-Control bypass, not a composite's
-// leg, whose answers never fill it), not a dry run or an accepted job.
-func (p *Pipeline) collapses(c *Call, cu cacheUse) bool {
-	return cu.lookup && cu.keep && cu.hit == nil && c.Endpoint.Kind == registry.Data &&
-		!c.Params.DryRun && !c.Params.Async
+// fillJoin is a request's part in its cache key's fill.
+type fillJoin struct {
+	key    string
+	flight *flight // nil: the request does not take part
+	// leader: it leads the in-process flight; filler: it fetches (it
+	// holds the store marker, or there is none to hold).
+	leader, filler bool
 }
 
-// awaitFill waits while another request fills the call's cache entry. It
-// returns with cu.hit set when the wait ended in an entry; otherwise the
-// call fetches itself, and when it is the key's filler the flight it
-// leads is returned: the caller ends it when its answer is settled (or
-// its cache write lands, keep).
-func (p *Pipeline) awaitFill(x *exchange, c *Call, cu *cacheUse) *flight {
+// collapsible says whether a request takes part: a data call that reads
+// and fills the cache (no Cache-Control bypass; composite legs, whose
+// answers never fill it, do not start lookups), not a dry run or a job.
+func collapsible(e *registry.Endpoint, v params.Result, cu cacheUse) bool {
+	return cu.lookup && cu.keep && e.Kind == registry.Data && !v.DryRun && !v.Async
+}
+
+// joinFill joins the key's in-process flight; its leader claims the
+// key's marker in the store.
+func (p *Pipeline) joinFill(ctx context.Context, owner, key string) fillJoin {
+	f, leader := p.flights.join(key)
+	j := fillJoin{key: key, flight: f, leader: leader}
+	if !leader {
+		return j
+	}
+	if p.cfg.Fills == nil {
+		j.filler = true
+		return j
+	}
+	claimed, err := p.cfg.Fills.ClaimFill(ctx, key, owner, time.Now(), p.fillLease)
+	switch {
+	case err != nil:
+		// A store that cannot say is no reason to fail: fetch.
+		p.cfg.Logger.Warn("fill marker not claimed", "request_id", owner, "error", err.Error())
+		j.filler = true
+	case claimed:
+		f.release = p.holdFill(key, owner)
+		j.filler = true
+	}
+	return j
+}
+
+// awaitFill runs once the request is admitted: a filler goes on to fetch
+// (its cache write ends the flight); a waiter waits for the fill and is
+// answered from its entry (cu.hit), takes the fill over when it failed, or
+// fetches itself once the wait runs out.
+func (p *Pipeline) awaitFill(x *exchange, cu *cacheUse, j *fillJoin) {
+	if j.flight == nil {
+		return
+	}
 	ctx := x.r.Context()
 	deadline := time.NewTimer(fillWait)
 	defer deadline.Stop()
 	for {
-		f, leader := p.flights.join(cu.key)
-		if leader {
-			if p.leadFill(ctx, x.requestID, cu, f, deadline.C) {
-				return f // the filler
-			}
-			return nil // answered from the entry another process filled
+		switch {
+		case j.filler:
+			cu.fill = j.flight
+			return
+		case j.leader:
+			p.pollFill(ctx, x.requestID, cu, j, deadline.C)
+			return
 		}
 		select {
-		case <-f.done:
+		case <-j.flight.done:
 		case <-deadline.C:
-			return nil // too long: fetch itself
+			j.flight = nil // fetch alone
+			return
 		case <-ctx.Done():
-			return nil
+			j.flight = nil
+			return
 		}
-		if f.entry != nil {
-			cu.hit, cu.status = f.entry, cacheHit
-			return nil
+		if e := j.flight.entry; e != nil {
+			cu.hit, cu.status = e, cacheHit
+			return
 		}
-		// The fill failed: one of the waiters takes it over.
+		// The fill failed: one waiter takes it over, the others wait on.
+		*j = p.joinFill(ctx, x.requestID, cu.key)
 	}
 }
 
-// leadFill is the in-process leader's part: claim the key's marker in the
-// store, or, while another process holds it, poll the entry it fills.
-// filler reports whether this request fetches (it claimed the marker, the
-// store failed, or the wait ran out); otherwise cu.hit holds the entry and
-// the flight is ended with it.
-func (p *Pipeline) leadFill(ctx context.Context, owner string, cu *cacheUse, f *flight, deadline <-chan time.Time) (filler bool) {
-	become := func() bool {
-		cu.fill = f
-		return true
-	}
-	fills := p.cfg.Fills
-	if fills == nil {
-		return become()
+// pollFill is the in-process leader's wait while another process holds
+// the marker: it reads the entry every poll, and claims the marker once
+// it lapses (the filler died) or is released (its fill failed). It ends
+// as a HIT of the entry, or as the filler.
+func (p *Pipeline) pollFill(ctx context.Context, owner string, cu *cacheUse, j *fillJoin, deadline <-chan time.Time) {
+	become := func() {
+		j.filler, cu.fill = true, j.flight
 	}
 	poll := time.NewTicker(p.fillPoll)
 	defer poll.Stop()
 	for {
-		claimed, err := fills.ClaimFill(ctx, cu.key, owner, time.Now(), p.fillLease)
-		if err != nil {
-			// A store that cannot say is no reason to fail: fetch.
-			p.cfg.Logger.Warn("fill marker not claimed", "request_id", owner, "error", err.Error())
-			return become()
-		}
-		if claimed {
-			f.release = p.holdFill(cu.key, owner)
-			return become()
-		}
-		// Another process fills: its entry may be there already.
-		if entry, err := p.cfg.Cache.CacheGet(ctx, cu.key, p.cfg.Now()); err == nil {
-			p.endFlight(cu.key, f, &entry)
-			cu.hit, cu.status = &entry, cacheHit
-			return false
-		}
 		select {
 		case <-poll.C:
 		case <-deadline:
-			return become()
+			become() // too long: fetch, and lead this process's waiters
+			return
 		case <-ctx.Done():
-			return become() // the call ends anyway; its waiters take over
+			become()
+			return
+		}
+		if entry, err := p.cfg.Cache.CacheGet(ctx, cu.key, p.cfg.Now()); err == nil {
+			p.endFlight(cu.key, j.flight, &entry)
+			cu.hit, cu.status = &entry, cacheHit
+			return
+		}
+		claimed, err := p.cfg.Fills.ClaimFill(ctx, cu.key, owner, time.Now(), p.fillLease)
+		if err != nil || claimed {
+			if claimed {
+				j.flight.release = p.holdFill(cu.key, owner)
+			}
+			become()
+			return
 		}
 	}
 }
@@ -172,8 +209,7 @@ func (p *Pipeline) leadFill(ctx context.Context, owner string, cu *cacheUse, f *
 // at once so another process takes over (a filled entry needs no release:
 // the entry answers, and the lease lapses).
 func (p *Pipeline) holdFill(key, owner string) func(filled bool) {
-	stop := make(chan struct{})
-	done := make(chan struct{})
+	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		renew := time.NewTicker(p.fillLease / 2)
@@ -212,11 +248,16 @@ func (p *Pipeline) endFlight(key string, f *flight, entry *store.CacheEntry) {
 	f.end(entry)
 }
 
-// endFill ends the call's flight when it leads one and its answer's cache
-// write has not taken that over: the fill failed (or stored nothing).
-func (p *Pipeline) endFill(key string, f *flight) {
-	if f == nil || f.handedOff {
+// endOwnFill ends, when the request ends, a flight it leads whose end its
+// cache write did not take over: it was refused before it fetched, its
+// fetch failed, or its answer was not stored. Its waiters take over.
+func (p *Pipeline) endOwnFill(x *exchange) {
+	l := x.lookup
+	if l == nil {
 		return
 	}
-	p.endFlight(key, f, nil)
+	<-l.done
+	if j := l.join; j.flight != nil && j.leader && !j.flight.handedOff {
+		p.endFlight(j.key, j.flight, nil)
+	}
 }

@@ -310,6 +310,9 @@ type exchange struct {
 	served bool
 	// call is the validated call, once there is one.
 	call *Call
+	// lookup is the request's cache lookup, started beside its
+	// authentication; the request's end ends a fill it leads (collapse.go).
+	lookup *cacheLookup
 	// billingStatus is error.details.billing_status of a paid call whose
 	// billing the request path could not finish (reconciliation will).
 	billingStatus string
@@ -377,6 +380,7 @@ func (p *Pipeline) serve(w http.ResponseWriter, r *http.Request, handle func(*ex
 		// client's next request sees its effects. Usage events and the
 		// log line follow it (nothing a client reads back at once).
 		p.land(x)
+		p.endOwnFill(x)
 		x.w.send()
 		p.logRequest(x, start)
 		p.emitUsage(x, p.cfg.Now().Sub(start))
