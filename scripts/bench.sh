@@ -6,6 +6,7 @@
 #   3. Store round trips per request kind on DynamoDB Local
 #   4. The cost model (from 3; prices in scripts/bench/cost.go)
 #   5. Bootstrap sizes (make build) and function start-up against a fake Lambda Runtime API
+#   6. Request collapsing: source requests per burst of 50 identical requests, waiters' added latency
 #
 # Installs what is missing: Debian's wrk (apt-get), DynamoDB Local (through
 # scripts/dynamodb-local.sh; this script then runs a private instance of it).
@@ -17,7 +18,7 @@
 #   BENCH_DURATION [10s]  each measured wrk run         BENCH_WARMUP [2s] unmeasured run before it
 #   BENCH_THREADS [2]     wrk threads                   BENCH_CONNECTIONS [64]  wrk connections
 #   BENCH_KEYS [500]      API keys per wrk run          BENCH_TMPFS [/dev/shm]  tmpfs folder ("" for none)
-#   BENCH_STARTUPS [7]    start-ups per function
+#   BENCH_STARTUPS [7]    start-ups per function        BENCH_BURSTS [10x] -benchtime of section 6
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -124,6 +125,15 @@ make --no-print-directory build >/dev/null
 record startup "make build && go run ./scripts/bench startup -out $out/startup.json -runs ${BENCH_STARTUPS:-7}"
 load startup
 "$out/bench" startup -out "$out/startup.json" -runs "${BENCH_STARTUPS:-7}"
+
+# 6. Request collapsing: bursts of identical requests, one process and two,
+# on the embedded store and DynamoDB Local.
+cmd="MERIDIAN_BENCH_OUT=\$PWD/$out/collapse.json $GO test ./shared/app -run '^\$' -bench '^BenchmarkRequestCollapsing\$' -benchtime ${BENCH_BURSTS:-10x}"
+log "section 6: $cmd"
+record collapse "$cmd"
+load collapse
+MERIDIAN_BENCH_OUT=$root/$out/collapse.json $GO test ./shared/app -run '^$' -bench '^BenchmarkRequestCollapsing$' \
+  -benchtime "${BENCH_BURSTS:-10x}" | tee "$out/collapse.txt"
 
 # 4. and the report.
 "$out/bench" report -in "$out" -out BENCHMARKS.md

@@ -63,8 +63,10 @@ var (
 			"Refund (BatchGetItem, GetItem, TransactWriteItems); CacheGet/CachePut (GetItem, PutItem); " +
 			"FairUseUsed/AddFairUse (GetItem, PutItem); dry runs read the account and key (GetItem); " +
 			"TakeAllowance before each attempt of a provider with a monthly allowance (conditional UpdateItem ADD), " +
-			"AllowanceUsed for a limited-capacity endpoint's dry run and catalogue entry (GetItem)",
-		Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchGetItem"},
+			"AllowanceUsed for a limited-capacity endpoint's dry run and catalogue entry (GetItem); request collapsing: " +
+			"ClaimFill of a cache key's fill marker (conditional PutItem, renewed while the fetch runs), ReleaseFill when " +
+			"the fill failed (conditional DeleteItem)",
+		Actions: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchGetItem"},
 	}
 	// UseIdempotency is Idempotency-Key on direct GETs under /v1 (not the
 	// sandbox, not batch items, not MCP calls).

@@ -617,7 +617,7 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 			case registry.Batch:
 				var items []map[string]any
 				for _, e := range reg.Endpoints() {
-					if e.Kind != registry.Data || len(items) == pipeline.MaxBatchItems {
+					if e.Kind != registry.Data || len(items) == pipeline.MaxBatchItems-1 {
 						continue
 					}
 					if target, ok := exampleRequest(e, ""); ok && !strings.Contains(e.ID, "{") {
@@ -629,6 +629,9 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 						items = append(items, map[string]any{"platform": e.Platform, "endpoint": e.ID, "params": params})
 					}
 				}
+				// An item whose source answers 404: its failed fill releases
+				// the cache key's fill marker (ReleaseFill).
+				items = append(items, map[string]any{"platform": "code_host", "endpoint": "profile", "params": map[string]any{"handle": "sample-missing"}})
 				c.do(http.MethodPost, "/v1/batch", map[string]any{"requests": items}, apiKey...)
 			case registry.Sandbox:
 				c.do(http.MethodGet, "/sandbox", nil, apiKey...)

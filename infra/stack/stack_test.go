@@ -529,7 +529,6 @@ type policyWant struct {
 
 var (
 	tableAll     = []string{"dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
-	tableNoDel   = []string{"dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 	tableSandbox = []string{"dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 	tableCanary  = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 	send         = []string{"sqs:SendMessage"}
@@ -549,7 +548,7 @@ var wantPolicies = map[string]policyWant{
 	"bundle":    {table: tableAll, queue: send, jobs: send, secret: true},
 	"search":    {table: tableAll, queue: send, secret: true},
 	"service":   {table: tableAll, queue: send, secret: true, adminSecret: true, schedules: true},
-	"batch":     {table: tableNoDel, queue: send, jobs: send, secret: true},
+	"batch":     {table: tableAll, queue: send, jobs: send, secret: true},
 	"sandbox":   {table: tableSandbox, queue: send},
 	// mcp offers the monitors API as tools: it deletes monitors and
 	// manages their schedules too.

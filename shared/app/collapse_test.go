@@ -49,7 +49,7 @@ func (s *slowSource) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.replay.ServeHTTP(w, r)
 }
 
-func newSlowSource(t *testing.T, delay time.Duration) (*slowSource, string) {
+func newSlowSource(t testing.TB, delay time.Duration) (*slowSource, string) {
 	t.Helper()
 	srv, err := replay.Load(filepath.Join(repoRoot(t), "testdata", "upstream"))
 	if err != nil {
@@ -64,7 +64,7 @@ func newSlowSource(t *testing.T, delay time.Duration) (*slowSource, string) {
 // collapsingProcess is one process of the API as make run and Lambda build
 // it (a pipeline per family over the shared store), with the fill
 // marker's lease set.
-func collapsingProcess(t *testing.T, s store.Store, base string, lease time.Duration) string {
+func collapsingProcess(t testing.TB, s store.Store, base string, lease time.Duration) string {
 	t.Helper()
 	logger := quietLogger()
 	deps := app.Deps{Store: s, Upstream: app.NewUpstream(logger, func(string) (string, bool) { return "", false }, base)}
@@ -85,11 +85,12 @@ type burstAnswer struct {
 	used   int64
 	data   string
 	typ    string
+	done   time.Time // when its last byte came
 }
 
 // burst sends n identical requests at once, spread over keys and the
 // processes' base URLs, and returns every answer.
-func burst(t *testing.T, bases, keys []string, n int, path string, header http.Header) []burstAnswer {
+func burst(t testing.TB, bases, keys []string, n int, path string, header http.Header) []burstAnswer {
 	t.Helper()
 	answers := make([]burstAnswer, n)
 	var wg sync.WaitGroup
@@ -122,7 +123,7 @@ func burst(t *testing.T, bases, keys []string, n int, path string, header http.H
 				t.Errorf("answer %d: %d %.300s", i, resp.StatusCode, body)
 				return
 			}
-			answers[i] = burstAnswer{resp.StatusCode, resp.Header.Get("x-cache"), *env.CreditsUsed, string(env.Data), env.Error.Type}
+			answers[i] = burstAnswer{resp.StatusCode, resp.Header.Get("x-cache"), *env.CreditsUsed, string(env.Data), env.Error.Type, time.Now()}
 		}()
 	}
 	close(start)
@@ -132,7 +133,7 @@ func burst(t *testing.T, bases, keys []string, n int, path string, header http.H
 
 // keysFor opens an account with credits and five keys (a key has 25
 // requests in flight at most).
-func keysFor(t *testing.T, s store.Store, credits int64) (string, []string) {
+func keysFor(t testing.TB, s store.Store, credits int64) (string, []string) {
 	t.Helper()
 	acct, first := newAccount(t, s, credits, nil)
 	keys := []string{first}

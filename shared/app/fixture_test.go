@@ -36,7 +36,7 @@ func replayAndStore(t *testing.T, logger *slog.Logger) (string, *embedded.Store)
 
 // newAccount creates an account with credits and one key (capped at
 // creditLimit when not nil) and returns both.
-func newAccount(t *testing.T, s store.Store, credits int64, creditLimit *int64) (store.Account, string) {
+func newAccount(t testing.TB, s store.Store, credits int64, creditLimit *int64) (store.Account, string) {
 	t.Helper()
 	acct, _, err := pipeline.CreateAccount(context.Background(), s, credits, envelope.NewRequestID())
 	if err != nil {
@@ -45,12 +45,12 @@ func newAccount(t *testing.T, s store.Store, credits int64, creditLimit *int64) 
 	return acct, newLimitedKey(t, s, acct.ID, creditLimit)
 }
 
-func newKey(t *testing.T, s store.Store, accountID string) string {
+func newKey(t testing.TB, s store.Store, accountID string) string {
 	t.Helper()
 	return newLimitedKey(t, s, accountID, nil)
 }
 
-func newLimitedKey(t *testing.T, s store.Store, accountID string, creditLimit *int64) string {
+func newLimitedKey(t testing.TB, s store.Store, accountID string, creditLimit *int64) string {
 	t.Helper()
 	full, k := auth.NewKey(accountID, "test", creditLimit)
 	if _, err := s.CreateKey(context.Background(), k); err != nil {

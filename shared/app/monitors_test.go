@@ -333,7 +333,7 @@ func TestMonitorPausesItself(t *testing.T) {
 	}
 }
 
-func newEmbedded(t *testing.T) *embedded.Store {
+func newEmbedded(t testing.TB) *embedded.Store {
 	t.Helper()
 	s, err := embedded.Open(t.TempDir())
 	if err != nil {

@@ -27,7 +27,7 @@ import (
 )
 
 // repoRoot is the folder holding go.mod.
-func repoRoot(t *testing.T) string {
+func repoRoot(t testing.TB) string {
 	t.Helper()
 	root, err := devscripts.Root()
 	if err != nil {

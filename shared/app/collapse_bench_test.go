@@ -1,0 +1,103 @@
+package app_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/meridian-data/meridian/shared/store"
+	"github.com/meridian-data/meridian/shared/store/dynamostore/dynamotest"
+)
+
+// CollapseResult is one setting of BenchmarkRequestCollapsing, as make
+// bench reports it (BENCHMARKS.md section 6).
+type CollapseResult struct {
+	Setting string `json:"setting"`
+	Bursts  int    `json:"bursts"`
+	// SourceRequests are per burst of BurstSize identical requests: the
+	// mean and the most of any burst.
+	BurstSize         int     `json:"burst_size"`
+	SourceRequestsAvg float64 `json:"source_requests_avg"`
+	SourceRequestsMax int64   `json:"source_requests_max"`
+	// The waiters' added latency over the fill: each waiter's last byte
+	// after the filler's (0 when it came first), in milliseconds.
+	WaiterAddedP50MS float64 `json:"waiter_added_p50_ms"`
+	WaiterAddedP95MS float64 `json:"waiter_added_p95_ms"`
+	SourceDelayMS    int64   `json:"source_delay_ms"`
+}
+
+// BenchmarkRequestCollapsing sends bursts of 50 identical requests at a
+// source that answers after 300 ms: on the embedded store in one process,
+// and on DynamoDB Local in one process and across two. Each b.N is one
+// burst of each setting. MERIDIAN_BENCH_OUT names a JSON file for the
+// figures (make bench).
+func BenchmarkRequestCollapsing(b *testing.B) {
+	const burstSize, delay = 50, 300 * time.Millisecond
+	settings := []struct {
+		name      string
+		open      func(testing.TB) store.Store
+		processes int
+	}{
+		{"embedded, one process", func(tb testing.TB) store.Store { return newEmbedded(tb) }, 1},
+		{"DynamoDB, one process", func(tb testing.TB) store.Store { return dynamotest.NewStore(tb) }, 1},
+		{"DynamoDB, two processes", func(tb testing.TB) store.Store { return dynamotest.NewStore(tb) }, 2},
+	}
+	var results []CollapseResult
+	for _, st := range settings {
+		s := st.open(b)
+		src, base := newSlowSource(b, delay)
+		_, keys := keysFor(b, s, int64(10*b.N+10))
+		var apis []string
+		for range st.processes {
+			apis = append(apis, collapsingProcess(b, s, base, 0))
+		}
+		r := CollapseResult{Setting: st.name, BurstSize: burstSize, SourceDelayMS: delay.Milliseconds()}
+		var added []float64
+		var total int64
+		b.Run(st.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				before := src.hits.Load()
+				answers := burst(b, apis, keys, burstSize, searchPath(fmt.Sprintf("BURST %d %d LIMITED", i, time.Now().UnixNano())), nil)
+				n := src.hits.Load() - before
+				total += n
+				r.SourceRequestsMax = max(r.SourceRequestsMax, n)
+				r.Bursts++
+				var fill time.Time
+				for _, a := range answers {
+					if a.cache == "MISS" && (fill.IsZero() || a.done.Before(fill)) {
+						fill = a.done
+					}
+				}
+				for _, a := range answers {
+					if a.cache == "HIT" && !fill.IsZero() {
+						added = append(added, max(0, float64(a.done.Sub(fill).Microseconds())/1000))
+					}
+				}
+			}
+			b.ReportMetric(float64(total)/float64(max(1, r.Bursts)), "source-requests/burst")
+		})
+		if r.Bursts > 0 {
+			r.SourceRequestsAvg = float64(total) / float64(r.Bursts)
+		}
+		slices.Sort(added)
+		r.WaiterAddedP50MS, r.WaiterAddedP95MS = quantile(added, 0.5), quantile(added, 0.95)
+		results = append(results, r)
+	}
+	if out := os.Getenv("MERIDIAN_BENCH_OUT"); out != "" {
+		raw, _ := json.MarshalIndent(results, "", "  ")
+		if err := os.WriteFile(out, raw, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// quantile of sorted values (0 when there are none).
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}
