@@ -314,4 +314,3 @@ func cacheKeyOf(t *testing.T, endpoint, query string) string {
 	}
 	return key
 }
-
