@@ -1,17 +1,11 @@
 package pages
 
 import (
-	"bytes"
-	"compress/gzip"
-	"compress/zlib"
 	"context"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
-
-	"github.com/andybalholm/brotli"
 
 	"github.com/meridian-data/meridian/shared/upstream"
 )
@@ -152,7 +146,7 @@ func sameOrigin(base, origin string) bool {
 
 // page builds the Page of a target's answer, decoding its body.
 func page(status int, header http.Header, body []byte, target string) (*Page, error) {
-	decoded, err := decode(body, header.Get("content-encoding"))
+	decoded, err := upstream.DecodeContent(body, header.Get("content-encoding"))
 	if err != nil {
 		return nil, err
 	}
@@ -160,39 +154,4 @@ func page(status int, header http.Header, body []byte, target string) (*Page, er
 	header.Del("content-encoding") // the body is decoded now
 	header.Del("content-length")
 	return &Page{Status: status, Header: header, Body: decoded, URL: target}, nil
-}
-
-// decode undoes a content-encoding (gzip, br, deflate, or a list of them
-// in the order applied), capping the result at upstream.MaxBody so a small
-// compressed body cannot expand without bound.
-func decode(body []byte, encoding string) ([]byte, error) {
-	codings := strings.Split(encoding, ",")
-	for i := len(codings) - 1; i >= 0; i-- {
-		var r io.Reader
-		var err error
-		switch coding := strings.ToLower(strings.TrimSpace(codings[i])); coding {
-		case "", "identity":
-			continue
-		case "gzip", "x-gzip":
-			r, err = gzip.NewReader(bytes.NewReader(body))
-		case "br":
-			r = brotli.NewReader(bytes.NewReader(body))
-		case "deflate":
-			r, err = zlib.NewReader(bytes.NewReader(body))
-		default:
-			return nil, upstream.MalformedFault("the body has an unsupported content-encoding %q", coding)
-		}
-		var out []byte
-		if err == nil {
-			out, err = io.ReadAll(io.LimitReader(r, upstream.MaxBody+1))
-		}
-		if err != nil {
-			return nil, upstream.MalformedFault("the %s body does not decode: %v", strings.TrimSpace(codings[i]), err)
-		}
-		if len(out) > upstream.MaxBody {
-			return nil, upstream.MalformedFault("the decoded body is larger than %d bytes", upstream.MaxBody)
-		}
-		body = out
-	}
-	return body, nil
 }

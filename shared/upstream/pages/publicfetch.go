@@ -282,7 +282,7 @@ func (f *PublicFetcher) directWith(ctx context.Context, client *http.Client, tar
 		a.err = err
 		return a
 	}
-	body, err := decode(raw, res.Header.Get("content-encoding"))
+	body, err := upstream.DecodeContent(raw, res.Header.Get("content-encoding"))
 	if err != nil {
 		a.err = err
 		return a
@@ -392,7 +392,7 @@ func (f *PublicFetcher) viaScraperAPI(ctx context.Context, s publicService, targ
 	}
 	switch {
 	case res.StatusCode >= 200 && res.StatusCode <= 299, res.StatusCode == http.StatusNotFound, res.StatusCode == http.StatusGone:
-		body, err := decode(raw, res.Header.Get("content-encoding"))
+		body, err := upstream.DecodeContent(raw, res.Header.Get("content-encoding"))
 		if err != nil {
 			return 0, nil, err
 		}

@@ -60,11 +60,11 @@ func TestCompressedBodiesAreDecoded(t *testing.T) {
 
 func TestDecodeCapsTheDecodedBody(t *testing.T) {
 	big := strings.Repeat("a", upstream.MaxBody+1)
-	if _, err := decode([]byte(gzipped(t, big)), "gzip"); err == nil {
+	if _, err := upstream.DecodeContent([]byte(gzipped(t, big)), "gzip"); err == nil {
 		t.Error("a body that decodes past MaxBody is refused")
 	}
 	both := gzipped(t, brotlied(t, "twice"))
-	if got, err := decode([]byte(both), "br, gzip"); err != nil || string(got) != "twice" {
+	if got, err := upstream.DecodeContent([]byte(both), "br, gzip"); err != nil || string(got) != "twice" {
 		t.Errorf("decode(br, gzip) = %q, %v", got, err)
 	}
 }

@@ -2,8 +2,6 @@ package replay
 
 import (
 	"bytes"
-	"compress/gzip"
-	"compress/zlib"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -18,8 +16,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-
-	"github.com/andybalholm/brotli"
 
 	"github.com/meridian-data/meridian/shared/upstream"
 )
@@ -105,7 +101,7 @@ func (s *Sanitizer) Fixture(ex Exchange) (name string, contents []byte, err erro
 			fx.Response.Headers[h] = s.Text(strings.Join(vs, ", "))
 		}
 	}
-	body, err := decodeBody(ex.ResponseBody, ex.ResponseHeader.Get("content-encoding"))
+	body, err := upstream.DecodeContent(ex.ResponseBody, ex.ResponseHeader.Get("content-encoding"))
 	if err != nil {
 		return "", nil, err
 	}
@@ -310,40 +306,6 @@ func slug(p string) string {
 	}
 	return s
 }
-
-// decodeBody undoes a content-encoding (a list of them in the order
-// applied), so fixtures hold the text the adapter reads.
-func decodeBody(body []byte, encoding string) ([]byte, error) {
-	codings := strings.Split(encoding, ",")
-	for i := len(codings) - 1; i >= 0; i-- {
-		var r io.Reader
-		var err error
-		switch coding := strings.ToLower(strings.TrimSpace(codings[i])); coding {
-		case "", "identity":
-			continue
-		case "gzip", "x-gzip":
-			r, err = gzip.NewReader(bytes.NewReader(body))
-		case "deflate":
-			r, err = zlib.NewReader(bytes.NewReader(body))
-		case "br":
-			r = brotli.NewReader(bytes.NewReader(body))
-		default:
-			return nil, fmt.Errorf("unsupported content-encoding %q", coding)
-		}
-		if err == nil {
-			body, err = io.ReadAll(io.LimitReader(r, upstream.MaxBody+1))
-		}
-		if err != nil {
-			return nil, fmt.Errorf("the %s body does not decode: %w", coding(codings[i]), err)
-		}
-		if len(body) > upstream.MaxBody {
-			return nil, errors.New("the decoded body is larger than the upstream cap")
-		}
-	}
-	return body, nil
-}
-
-func coding(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
 
 // Recorder is an http.RoundTripper in front of the routes' transport
 // (upstream.Settings.Client) that writes each answer a route gets as a
