@@ -945,18 +945,8 @@ func writeCost(m *md, tripBy map[string]RoundTrip) {
 
 func fmtPrice(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
-// CollapseResult is one setting of BenchmarkRequestCollapsing
-// (shared/app/collapse_bench_test.go writes them).
-type CollapseResult struct {
-	Setting           string  `json:"setting"`
-	Bursts            int     `json:"bursts"`
-	BurstSize         int     `json:"burst_size"`
-	SourceRequestsAvg float64 `json:"source_requests_avg"`
-	SourceRequestsMax int64   `json:"source_requests_max"`
-	WaiterAddedP50MS  float64 `json:"waiter_added_p50_ms"`
-	WaiterAddedP95MS  float64 `json:"waiter_added_p95_ms"`
-	SourceDelayMS     int64   `json:"source_delay_ms"`
-}
+// CollapseResult is one setting of BenchmarkRequestCollapsing.
+type CollapseResult = roundtrip.Collapse
 
 func writeCollapse(m *md, res []CollapseResult, cmds map[string]string) {
 	m.p("## 6. Request collapsing")

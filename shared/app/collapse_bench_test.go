@@ -8,26 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/meridian-data/meridian/scripts/bench/roundtrip"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/store/dynamostore/dynamotest"
 )
 
-// CollapseResult is one setting of BenchmarkRequestCollapsing, as make
-// bench reports it (BENCHMARKS.md section 6).
-type CollapseResult struct {
-	Setting string `json:"setting"`
-	Bursts  int    `json:"bursts"`
-	// SourceRequests are per burst of BurstSize identical requests: the
-	// mean and the most of any burst.
-	BurstSize         int     `json:"burst_size"`
-	SourceRequestsAvg float64 `json:"source_requests_avg"`
-	SourceRequestsMax int64   `json:"source_requests_max"`
-	// The waiters' added latency over the fill: each waiter's last byte
-	// after the filler's (0 when it came first), in milliseconds.
-	WaiterAddedP50MS float64 `json:"waiter_added_p50_ms"`
-	WaiterAddedP95MS float64 `json:"waiter_added_p95_ms"`
-	SourceDelayMS    int64   `json:"source_delay_ms"`
-}
 
 // BenchmarkRequestCollapsing sends bursts of 50 identical requests at a
 // source that answers after 300 ms: on the embedded store in one process,
@@ -45,7 +30,7 @@ func BenchmarkRequestCollapsing(b *testing.B) {
 		{"DynamoDB, one process", func(tb testing.TB) store.Store { return dynamotest.NewStore(tb) }, 1},
 		{"DynamoDB, two processes", func(tb testing.TB) store.Store { return dynamotest.NewStore(tb) }, 2},
 	}
-	var results []CollapseResult
+	var results []roundtrip.Collapse
 	for _, st := range settings {
 		s := st.open(b)
 		src, base := newSlowSource(b, delay)
@@ -54,7 +39,7 @@ func BenchmarkRequestCollapsing(b *testing.B) {
 		for range st.processes {
 			apis = append(apis, collapsingProcess(b, s, base, 0))
 		}
-		r := CollapseResult{Setting: st.name, BurstSize: burstSize, SourceDelayMS: delay.Milliseconds()}
+		r := roundtrip.Collapse{Setting: st.name, BurstSize: burstSize, SourceDelayMS: delay.Milliseconds()}
 		var added []float64
 		var total int64
 		b.Run(st.name, func(b *testing.B) {

@@ -1,7 +1,25 @@
 // Package roundtrip is the JSON that BenchmarkStoreRoundTrips
-// (shared/pipeline) writes and make bench's report (scripts/bench) reads:
-// one type, so the two sides cannot drift apart.
+// (shared/pipeline) and BenchmarkRequestCollapsing (shared/app) write and
+// make bench's report (scripts/bench) reads: one type each, so the two
+// sides cannot drift apart.
 package roundtrip
+
+// Collapse is one setting of BenchmarkRequestCollapsing: bursts of
+// identical requests at a slow source.
+type Collapse struct {
+	Setting string `json:"setting"`
+	Bursts  int    `json:"bursts"`
+	// SourceRequests per burst of BurstSize identical requests: the mean
+	// and the most of any burst.
+	BurstSize         int     `json:"burst_size"`
+	SourceRequestsAvg float64 `json:"source_requests_avg"`
+	SourceRequestsMax int64   `json:"source_requests_max"`
+	// The waiters' added latency over the fill: each waiter's last byte
+	// after the filler's (0 when it came first), in milliseconds.
+	WaiterAddedP50MS float64 `json:"waiter_added_p50_ms"`
+	WaiterAddedP95MS float64 `json:"waiter_added_p95_ms"`
+	SourceDelayMS    int64   `json:"source_delay_ms"`
+}
 
 // Result is one request kind, averaged per request.
 type Result struct {
