@@ -13,7 +13,6 @@ import (
 	"github.com/meridian-data/meridian/shared/store/dynamostore/dynamotest"
 )
 
-
 // BenchmarkRequestCollapsing sends bursts of 50 identical requests at a
 // source that answers after 300 ms: on the embedded store in one process,
 // and on DynamoDB Local in one process and across two. Each b.N is one
