@@ -989,7 +989,7 @@ func writeStartup(m *md, res StartupResult, cmds map[string]string) {
 			ok = "**no**"
 		}
 		status := strconv.Itoa(f.Status)
-		if f.Function == "worker" {
+		if f.Function == "worker" || f.Function == "canary" {
 			status = "`" + f.Answer + "`"
 		}
 		minA, maxA := slices.Min(f.AnswerMS), slices.Max(f.AnswerMS)

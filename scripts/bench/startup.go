@@ -280,20 +280,33 @@ func runStartup(args []string) error {
 		env := append(slices.Clone(base), "AWS_LAMBDA_FUNCTION_NAME=meridian-"+fn, "LAMBDA_TASK_ROOT="+filepath.Dir(bin),
 			"AWS_LAMBDA_FUNCTION_MEMORY_SIZE="+strconv.Itoa(lambdaMemoryMB(fn)))
 		var event []byte
-		if fn == "worker" {
+		if fn == "worker" || fn == "canary" {
 			table, cleanup, endpoint, err := workerTable()
 			if err != nil {
-				return fmt.Errorf("worker: DynamoDB Local table: %w", err)
+				return fmt.Errorf("%s: DynamoDB Local table: %w", fn, err)
 			}
 			defer cleanup()
 			env = append(env, "MERIDIAN_TABLE="+table, "AWS_ENDPOINT_URL="+endpoint,
 				"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local")
+		}
+		switch fn {
+		case "worker":
 			if event, err = workerEvent(); err != nil {
 				return err
 			}
 			r.Event = "an SQS batch of one usage event"
 			r.Note = "MERIDIAN_TABLE on DynamoDB Local: the answer includes two DynamoDB writes"
-		} else {
+		case "canary":
+			// One scheduled run of one API operation (sent through the
+			// runner's client, which honours the proxy) with a budget of one
+			// source request, to a proxy that is not there: nothing reaches
+			// the internet.
+			env = append(env, "MERIDIAN_CANARY_ONLY=app_store_a/app-info", "MERIDIAN_CANARY_BUDGET=1",
+				"HTTPS_PROXY=http://127.0.0.1:1", "HTTP_PROXY=http://127.0.0.1:1", "NO_PROXY=")
+			event = []byte("{}")
+			r.Event = "a scheduled run ({}) of app_store_a/app-info, 1 source request, refused by an absent proxy"
+			r.Note = "MERIDIAN_TABLE on DynamoDB Local: the answer includes the run's record and its fair-use count"
+		default:
 			path, err := eventFor(*eventsDir, fn)
 			if err != nil {
 				return err

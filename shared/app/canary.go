@@ -40,28 +40,50 @@ type Canary struct {
 	Now     func() time.Time
 }
 
-// CanarySettings are the run's budget, fill share and metric namespace
-// from the environment (canary.Env*), each defaulted when unset.
-func CanarySettings(lookup func(string) (string, bool)) (budget int64, share float64, namespace string, err error) {
-	budget, share, namespace = canary.DefaultBudget, canary.DefaultFillShare, canary.DefaultNamespace
-	if v, ok := lookup(canary.EnvBudget); ok && strings.TrimSpace(v) != "" {
-		n, perr := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		if perr != nil || n <= 0 {
-			return 0, 0, "", fmt.Errorf("%s=%q: want a positive whole number of source requests", canary.EnvBudget, v)
+// CanarySettings are the canary function's settings from its environment
+// (canary.Env*), each defaulted when unset.
+type CanarySettings struct {
+	Budget    int64
+	FillShare float64
+	Namespace string
+	Only      []string // empty: every available operation
+}
+
+// CanarySettingsFrom reads the settings; a malformed value is an error
+// naming its variable.
+func CanarySettingsFrom(lookup func(string) (string, bool)) (CanarySettings, error) {
+	c := CanarySettings{Budget: canary.DefaultBudget, FillShare: canary.DefaultFillShare, Namespace: canary.DefaultNamespace}
+	get := func(name string) string {
+		v, _ := lookup(name)
+		return strings.TrimSpace(v)
+	}
+	if v := get(canary.EnvBudget); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return c, fmt.Errorf("%s=%q: want a positive whole number of source requests", canary.EnvBudget, v)
 		}
-		budget = n
+		c.Budget = n
 	}
-	if v, ok := lookup(canary.EnvFillShare); ok && strings.TrimSpace(v) != "" {
-		f, perr := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if perr != nil || f <= 0 || f > 1 {
-			return 0, 0, "", fmt.Errorf("%s=%q: want a share above 0 and at most 1, e.g. 0.8", canary.EnvFillShare, v)
+	if v := get(canary.EnvFillShare); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 || f > 1 {
+			return c, fmt.Errorf("%s=%q: want a share above 0 and at most 1, e.g. 0.8", canary.EnvFillShare, v)
 		}
-		share = f
+		c.FillShare = f
 	}
-	if v, ok := lookup(canary.EnvNamespace); ok && strings.TrimSpace(v) != "" {
-		namespace = strings.TrimSpace(v)
+	if v := get(canary.EnvNamespace); v != "" {
+		c.Namespace = v
 	}
-	return budget, share, namespace, nil
+	for _, k := range strings.Split(get(canary.EnvOnly), ",") {
+		if k = strings.Trim(strings.TrimSpace(k), "/"); k == "" {
+			continue
+		}
+		if e, ok := registry.Default().Endpoint(k); !ok || e.Kind != registry.Data {
+			return c, fmt.Errorf("%s: %s is not a data endpoint", canary.EnvOnly, k)
+		}
+		c.Only = append(c.Only, k)
+	}
+	return c, nil
 }
 
 // Run checks every available operation once on each route, judged against
@@ -74,7 +96,7 @@ func (c *Canary) Run(ctx context.Context) (canary.Report, error) {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	budget, share, namespace, err := CanarySettings(c.Lookup)
+	set, err := CanarySettingsFrom(c.Lookup)
 	if err != nil {
 		return canary.Report{}, err
 	}
@@ -107,7 +129,7 @@ func (c *Canary) Run(ctx context.Context) (canary.Report, error) {
 		runner = runner.WithMemory(store.Memo{Cache: cache})
 	}
 	rep := canary.Run(ctx, canary.Config{
-		Runner: runner, Registry: registry.Default(), Budget: budget, FillShare: share, Parallel: CanaryParallel,
+		Runner: runner, Registry: registry.Default(), Only: set.Only, Budget: set.Budget, FillShare: set.FillShare, Parallel: CanaryParallel,
 		Baselines: shipped, History: history, Redact: canary.Redactor(adapters.All(), c.Lookup), Now: c.Now,
 	})
 	// The run's writes are detached from the caller's deadline: a run
@@ -132,7 +154,7 @@ func (c *Canary) Run(ctx context.Context) (canary.Report, error) {
 		errs = append(errs, fmt.Errorf("record the canary run: %w", err))
 	}
 	if c.Metrics != nil {
-		if err := canary.WriteMetrics(c.Metrics, namespace, rep); err != nil {
+		if err := canary.WriteMetrics(c.Metrics, set.Namespace, rep); err != nil {
 			errs = append(errs, fmt.Errorf("write the canary metrics: %w", err))
 		}
 	}
@@ -195,7 +217,7 @@ func StartCanary() {
 	if err != nil {
 		fail(err)
 	}
-	if _, _, _, err := CanarySettings(lookup); err != nil {
+	if _, err := CanarySettingsFrom(lookup); err != nil {
 		fail(err)
 	}
 	c := &Canary{Store: s, Runner: NewUpstream(logger, lookup, ""), Lookup: lookup, Metrics: os.Stdout, Logger: logger}

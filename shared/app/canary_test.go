@@ -153,14 +153,23 @@ func testCanaryRun(t *testing.T, s store.Store, base string) {
 
 func TestCanarySettings(t *testing.T) {
 	none := func(string) (string, bool) { return "", false }
-	if b, s, ns, err := app.CanarySettings(none); err != nil || b != canary.DefaultBudget || s != canary.DefaultFillShare || ns != canary.DefaultNamespace {
-		t.Errorf("defaults: %d %v %q %v", b, s, ns, err)
+	if c, err := app.CanarySettingsFrom(none); err != nil || c.Budget != canary.DefaultBudget || c.FillShare != canary.DefaultFillShare ||
+		c.Namespace != canary.DefaultNamespace || c.Only != nil {
+		t.Errorf("defaults: %+v %v", c, err)
+	}
+	set := map[string]string{canary.EnvBudget: "12", canary.EnvFillShare: "0.9", canary.EnvNamespace: "Meridian/prod/Canary",
+		canary.EnvOnly: " code_host/profile, company_registry/search/ "}
+	c, err := app.CanarySettingsFrom(func(k string) (string, bool) { v, ok := set[k]; return v, ok })
+	if err != nil || c.Budget != 12 || c.FillShare != 0.9 || c.Namespace != "Meridian/prod/Canary" ||
+		len(c.Only) != 2 || c.Only[1] != "company_registry/search" {
+		t.Errorf("set: %+v %v", c, err)
 	}
 	for _, bad := range []map[string]string{
 		{canary.EnvBudget: "0"}, {canary.EnvBudget: "ten"}, {canary.EnvFillShare: "0"}, {canary.EnvFillShare: "1.2"}, {canary.EnvFillShare: "x"},
+		{canary.EnvOnly: "nope/nothing"}, {canary.EnvOnly: "utility/endpoints"},
 	} {
 		lookup := func(k string) (string, bool) { v, ok := bad[k]; return v, ok }
-		if _, _, _, err := app.CanarySettings(lookup); err == nil {
+		if _, err := app.CanarySettingsFrom(lookup); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
 	}

@@ -25,6 +25,9 @@ const (
 	// EnvNamespace is the CloudWatch namespace of the metrics (default
 	// DefaultNamespace; the stack sets Namespace(stage)).
 	EnvNamespace = "MERIDIAN_CANARY_NAMESPACE"
+	// EnvOnly, when set, names the operations to check (comma-separated
+	// platform/endpoint keys; default: every available one).
+	EnvOnly = "MERIDIAN_CANARY_ONLY"
 )
 
 // Defaults.
