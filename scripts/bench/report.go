@@ -951,8 +951,8 @@ type CollapseResult = roundtrip.Collapse
 func writeCollapse(m *md, res []CollapseResult, cmds map[string]string) {
 	m.p("## 6. Request collapsing")
 	m.p("")
-	m.p("Bursts of identical requests (`company_registry/search`, one query per burst, one key per request over ten accounts) at a source that answers "+
-		"after a fixed delay, through the API as `make run` and Lambda build it: on the embedded store in one process, and on DynamoDB Local "+
+	m.p("Bursts of identical requests (`company_registry/search`, one query per burst, one key per request over ten accounts; the first "+
+		"starts the fill, the others arrive 100 ms later while it is in flight) at a source that answers after a fixed delay, through the API as `make run` and Lambda build it: on the embedded store in one process, and on DynamoDB Local "+
 		"in one process and across two processes sharing the table. One request fetches and pays; the others wait for its cache entry (in "+
 		"process, for the leader's flight; across processes, for the fill marker's entry, polled every %s) and are answered as cache HITs at "+
 		"0 credits. A waiter's added latency is its last byte after the filler's (0 when it came first): the fill's cache write, then the "+

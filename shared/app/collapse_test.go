@@ -92,6 +92,13 @@ type burstAnswer struct {
 // processes' base URLs, and returns every answer.
 func burst(t testing.TB, bases, keys []string, n int, path string, header http.Header) []burstAnswer {
 	t.Helper()
+	return burstAfter(t, bases, keys, n, path, header, 0)
+}
+
+// burstAfter is burst with every request but the first sent lead later,
+// while the first is in flight.
+func burstAfter(t testing.TB, bases, keys []string, n int, path string, header http.Header, lead time.Duration) []burstAnswer {
+	t.Helper()
 	answers := make([]burstAnswer, n)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -100,6 +107,9 @@ func burst(t testing.TB, bases, keys []string, n int, path string, header http.H
 		go func() {
 			defer wg.Done()
 			<-start
+			if i > 0 {
+				time.Sleep(lead)
+			}
 			req, _ := http.NewRequest(http.MethodGet, bases[i%len(bases)]+path, nil)
 			req.Header.Set("x-api-key", keys[i%len(keys)])
 			for k, v := range header {
