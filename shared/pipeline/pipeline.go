@@ -316,8 +316,12 @@ type exchange struct {
 	// billingStatus is error.details.billing_status of a paid call whose
 	// billing the request path could not finish (reconciliation will).
 	billingStatus string
-	// parentID is the composite call a leg belongs to.
+	// parentID is what a request Run runs belongs to (RunAs.Parent).
 	parentID string
+	// runAs is the stored hash of the key a Run request runs with
+	// (RunAs.KeyHash); gather is a batch item's gather (RunAs.gather).
+	runAs  string
+	gather *itemGather
 	// streamed is a stream's final result envelope and its status: what an
 	// Idempotency-Key keeps for replay, and what the usage event reports.
 	streamed *streamOutcome
