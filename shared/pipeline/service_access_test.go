@@ -1,36 +1,13 @@
 package pipeline
 
-import (
-	"context"
-	"encoding/json"
-	"time"
-
-	"github.com/meridian-data/meridian/shared/service"
-	"github.com/meridian-data/meridian/shared/store"
-)
+import "github.com/meridian-data/meridian/shared/service"
 
 // Access to the service's endpoints for the tests here that exercise them
 // through the pipeline (issue 44 moved them to shared/service): the
-// catalogue's example request, and /v1/credits/usage's report read into
-// types of this package (the shapes of service.UsageData, decoded from its
-// JSON).
+// catalogue's example request, and /v1/credits/usage's report decoded
+// into types of this package (the shapes of service.UsageData).
 
 var example = service.Example
-
-// accountUsage is service.AccountUsage's report.
-func accountUsage(ctx context.Context, o store.Outcomes, accountID string, days int, now time.Time) (usageData, error) {
-	u, err := service.AccountUsage(ctx, o, accountID, days, now)
-	if err != nil {
-		return usageData{}, err
-	}
-	raw, err := json.Marshal(u)
-	if err != nil {
-		return usageData{}, err
-	}
-	var out usageData
-	err = json.Unmarshal(raw, &out)
-	return out, err
-}
 
 type usageCounts struct {
 	Calls   int64 `json:"calls"`
