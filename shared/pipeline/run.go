@@ -21,8 +21,8 @@ import (
 // request id of its own (a web job's: the one its acceptance was given),
 // and Run returns its answer: the envelope and its status.
 //
-// Nothing else of the pipeline is open to features: they build requests,
-// call Run and read the envelope.
+// Features that run requests do it only through Run: they build the
+// request, call Run and read the envelope.
 func (p *Pipeline) Run(r *http.Request, as RunAs) Answer {
 	if as.Job != nil {
 		return p.runJob(r, as)
@@ -52,7 +52,7 @@ func (p *Pipeline) Run(r *http.Request, as RunAs) Answer {
 	return a
 }
 
-// RunAs is who a request Run runs runs as. The zero value runs it with
+// RunAs is who a request given to Run runs as. The zero value runs it with
 // the key the request presents itself (its x-api-key or Authorization
 // header): a batch item, an MCP tool call.
 type RunAs struct {
