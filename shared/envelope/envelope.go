@@ -144,3 +144,10 @@ func WriteError(w http.ResponseWriter, e *Error, requestID, docBase string) {
 	}
 	WriteJSON(w, e.Status, requestID, f.CreditsUsed, f.CreditsRemaining, body)
 }
+
+// Raw is handler data written as is (not in the envelope), e.g. markdown
+// or the batch wrapper.
+type Raw struct {
+	ContentType string
+	Body        []byte
+}

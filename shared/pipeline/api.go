@@ -51,8 +51,7 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 	// beside authentication and admission, and is used only once both
 	// have passed (a refused request never sees cached data).
 	var lookup *cacheLookup
-	_, runAs := x.r.Context().Value(runAsKey{}).(string)
-	if qerr == nil && verr == nil && !sandbox && (runAs || auth.WellFormed(auth.FromRequest(x.r, x.r.Method == http.MethodGet).Key)) {
+	if qerr == nil && verr == nil && !sandbox && (x.runAs != "" || auth.WellFormed(auth.FromRequest(x.r, x.r.Method == http.MethodGet).Key)) {
 		lookup = p.startLookup(x, e, validated)
 	}
 	principal, aerr := p.authenticate(x, query, x.r.Method == http.MethodGet, metered)
@@ -104,8 +103,8 @@ func (p *Pipeline) authenticate(x *exchange, query params.Query, bearerAllowed, 
 		return auth.Principal{}, unauthorized("query_string_key_rejected",
 			"API keys are not accepted in the query string; send the x-api-key header. Treat the exposed key as compromised and rotate it.")
 	}
-	if hash, ok := x.r.Context().Value(runAsKey{}).(string); ok {
-		return p.authenticateHash(x, hash, metered)
+	if x.runAs != "" {
+		return p.authenticateHash(x, x.runAs, metered)
 	}
 	presented := auth.FromRequest(x.r, bearerAllowed)
 	client := clientOf(x.r)
@@ -142,11 +141,6 @@ func (p *Pipeline) authenticate(x *exchange, query params.Query, bearerAllowed, 
 	}
 	return p.authenticated(x, principal, err)
 }
-
-// runAsKey marks a call Meridian makes for an account with one of its
-// keys, known by its stored hash (a monitor's run). Only in-process code
-// sets it; nothing a client sends can.
-type runAsKey struct{}
 
 // authenticateHash authenticates and admits a call made with a key known
 // by its hash, under the same rules as a presented key.

@@ -50,7 +50,7 @@ func (p *Pipeline) batch(_ context.Context, c *Call) (any, *envelope.Error) {
 			defer wg.Done()
 			ig := gather.item()
 			defer ig.finish()
-			statuses[i], results[i] = p.runItem(withGather(c.Request.Context(), ig), c.Request, i, it)
+			statuses[i], results[i] = p.runItem(c.Request.Context(), ig, c.Request, i, it)
 		}()
 	}
 	wg.Wait()
@@ -133,7 +133,7 @@ func scalar(v json.RawMessage) (string, bool) {
 // runItem runs one item as the GET it stands for, with the batch's key and
 // client, and returns its status and result entry (index and status, then
 // the item's own envelope).
-func (p *Pipeline) runItem(ctx context.Context, parent *http.Request, index int, it batchItem) (int, json.RawMessage) {
+func (p *Pipeline) runItem(ctx context.Context, ig *itemGather, parent *http.Request, index int, it batchItem) (int, json.RawMessage) {
 	path := "/v1/" + url.PathEscape(it.Platform)
 	for _, seg := range strings.Split(it.Endpoint, "/") {
 		if seg != "" {
@@ -157,16 +157,15 @@ func (p *Pipeline) runItem(ctx context.Context, parent *http.Request, index int,
 		return itemFailure(index, p.errorsURL(parent), envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
 			"This item cannot be made into a request.", map[string]any{"reason": "malformed_item"}))
 	}
-	rec := &itemRecorder{header: http.Header{}}
-	p.serve(rec, req, func(x *exchange) { p.serveAPI(x, x.r.URL.EscapedPath(), false) })
-	body := bytes.TrimSpace(rec.body.Bytes())
-	if !strings.HasPrefix(rec.header.Get("content-type"), "application/json") || !json.Valid(body) {
+	a := p.Run(req, RunAs{gather: ig})
+	body := bytes.TrimSpace(a.Body)
+	if !strings.HasPrefix(a.Header.Get("content-type"), "application/json") || !json.Valid(body) {
 		// A document (utility/llms markdown) has no envelope to return.
 		return itemFailure(index, p.errorsURL(parent), envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
 			"This item answers a document, not JSON; ask for JSON (e.g. format=json) in a batch.",
 			map[string]any{"reason": "not_batchable"}))
 	}
-	return rec.status, entry(index, rec.status, body)
+	return a.Status, entry(index, a.Status, body)
 }
 
 // streams reports a truthy stream value, as parameter validation reads flags.
@@ -257,24 +256,4 @@ func batchWrapper(results []json.RawMessage, statuses []int) []byte {
 	// Every entry is valid JSON (runItem checks), so this cannot fail.
 	body, _ := envelope.Marshal(wrapper)
 	return body
-}
-
-// itemRecorder captures one item's response.
-type itemRecorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (r *itemRecorder) Header() http.Header { return r.header }
-func (r *itemRecorder) WriteHeader(status int) {
-	if r.status == 0 {
-		r.status = status
-	}
-}
-func (r *itemRecorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.body.Write(b)
 }

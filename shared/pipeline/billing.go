@@ -149,7 +149,7 @@ func (p *Pipeline) reserve(x *exchange, c *Call) (charge *store.Charge, remainin
 		KeyPrefix: c.Principal.KeyPrefix, Endpoint: c.Endpoint.Path(), Cost: c.Endpoint.Cost,
 	}
 	res, err := billingOp(x, func(ctx context.Context) (store.Reservation, error) {
-		if g := gatherOf(ctx); g != nil {
+		if g := x.gather; g != nil {
 			return g.reserve(ctx, ch)
 		}
 		return p.wallets.reserveOne(ctx, p.cfg.Store, ch)

@@ -16,6 +16,7 @@ import (
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/params"
+	"github.com/meridian-data/meridian/shared/service"
 	"github.com/meridian-data/meridian/shared/store"
 )
 
@@ -502,7 +503,7 @@ func (p *Pipeline) consoleLedger(x *exchange, acct store.Account) {
 		return
 	}
 	limit, _ := strconv.Atoi(v["limit"])
-	page, e := ledgerPage(x.r.Context(), p.cfg.Store, acct.ID, store.LedgerQuery{Limit: limit, Cursor: v["cursor"], RequestID: v["request_id"]})
+	page, e := service.LedgerPage(x.r.Context(), p.cfg.Store, acct.ID, store.LedgerQuery{Limit: limit, Cursor: v["cursor"], RequestID: v["request_id"]})
 	if e != nil {
 		x.fail(e)
 		return
@@ -516,7 +517,7 @@ func (p *Pipeline) consoleStatus(x *exchange) {
 		x.fail(envelope.New(envelope.EndpointNotAvailable, http.StatusNotImplemented, "This deployment keeps no status figures.", nil))
 		return
 	}
-	st, e := p.platformStatus(x.r.Context())
+	st, e := p.svc.Status(x.r.Context())
 	if e != nil {
 		x.fail(e)
 		return
@@ -558,7 +559,7 @@ func (p *Pipeline) consoleUsage(x *exchange, acct store.Account) {
 		return
 	}
 	days, _ := strconv.Atoi(v["days"])
-	u, err := accountUsage(x.r.Context(), p.cfg.Outcomes, acct.ID, days, p.cfg.Now())
+	u, err := service.AccountUsage(x.r.Context(), p.cfg.Outcomes, acct.ID, days, p.cfg.Now())
 	if err != nil {
 		x.fail(p.internal(x, "usage read", err))
 		return

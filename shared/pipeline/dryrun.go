@@ -31,7 +31,7 @@ func (p *Pipeline) dryRun(x *exchange, c *Call, cu cacheUse) dryRunData {
 		d.EstimatedCredits = 0
 	}
 	if e.LimitedCapacity {
-		d.Capacity = p.capacity(x.r.Context(), e)
+		d.Capacity = p.svc.Capacity(x.r.Context(), e)
 		if d.Capacity != nil && d.Capacity.Exhausted && cu.hit == nil {
 			// The live call would be refused (429 capacity_exhausted) and
 			// refunded: it would cost nothing.

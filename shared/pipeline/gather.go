@@ -93,25 +93,13 @@ func (g *batchGather) releaseHeld(ctx context.Context, p *Pipeline) {
 	}
 }
 
-// itemGather is one batch item's place in its batch's gather, carried in
-// the item request's context.
+// itemGather is one batch item's place in its batch's gather (RunAs.gather).
 type itemGather struct {
 	g                *batchGather
 	entered, charged bool // reached the step, or finished: no longer open there
 }
 
-type gatherKey struct{}
-
 func (g *batchGather) item() *itemGather { return &itemGather{g: g} }
-
-func withGather(ctx context.Context, ig *itemGather) context.Context {
-	return context.WithValue(ctx, gatherKey{}, ig)
-}
-
-func gatherOf(ctx context.Context) *itemGather {
-	ig, _ := ctx.Value(gatherKey{}).(*itemGather)
-	return ig
-}
 
 // enter authenticates and admits the item's request with the others'.
 func (ig *itemGather) enter(ctx context.Context, ask enterAsk) (store.Key, store.Admission, error) {
@@ -127,7 +115,7 @@ func (ig *itemGather) reserve(ctx context.Context, c store.Charge) (store.Reserv
 
 // gateFor is the gate of x's request: a batch item's enters with the others.
 func (p *Pipeline) gateFor(x *exchange) store.Gate {
-	if ig := gatherOf(x.r.Context()); ig != nil {
+	if ig := x.gather; ig != nil {
 		return gatheredGate{ig}
 	}
 	return p.gate

@@ -12,7 +12,6 @@ import (
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/monitors"
-	"github.com/meridian-data/meridian/shared/params"
 	"github.com/meridian-data/meridian/shared/store"
 )
 
@@ -324,15 +323,14 @@ func (p *Pipeline) billJob(ctx context.Context, j store.Job) error {
 	return p.cfg.Jobs.MarkJobBilled(ctx, j.AccountID, j.ID, replaced)
 }
 
-// jobCall runs the job's call as dispatch runs an accepted paid call (its
-// handler with its legs, AI-assist and fair use), without reserving again:
-// the accepting request reserved it. It returns the status and envelope
-// the call would have answered; a failure's credits_used is 0, since
-// billJob refunds it.
+// jobCall runs the job's call (Run, RunAs.Job): as dispatch runs an
+// accepted paid call (its handler with its legs, AI-assist and fair use),
+// without reserving again: the accepting request reserved it. It returns
+// the status and envelope the call would have answered; a failure's
+// credits_used is 0, since billJob refunds it.
 func (p *Pipeline) jobCall(ctx context.Context, j store.Job) (int, []byte) {
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
-	start := p.cfg.Now()
 	q := url.Values{}
 	for name, v := range j.Params {
 		q.Set(name, v)
@@ -342,66 +340,17 @@ func (p *Pipeline) jobCall(ctx context.Context, j store.Job) (int, []byte) {
 		return p.jobFailure(j, "", envelope.Internal())
 	}
 	req.RemoteAddr = "job"
-	rec := &itemRecorder{header: http.Header{}}
-	x := &exchange{w: &statusWriter{ResponseWriter: rec}, r: req, requestID: j.RequestID, docBase: p.errorsURL(req), parentID: j.ID}
-	defer func() {
-		p.land(x)
-		p.logRequest(x, start)
-	}()
-	fail := func(e *envelope.Error) (int, []byte) {
-		x.errType = e.Type
-		x.w.WriteHeader(e.Status)
-		return p.jobFailure(j, x.docBase, e)
-	}
-	e, ok := p.cfg.Registry.Endpoint(j.Platform + "/" + j.Endpoint)
-	if !ok {
-		return fail(envelope.New(envelope.EndpointNotFound, http.StatusNotFound, "The job's operation no longer exists.", nil))
-	}
-	x.endpoint = e
-	h, ok := p.cfg.Handlers[e.Key()]
-	if !ok || e.Retired() {
-		return fail(notAvailable(e, false))
-	}
-	query := params.Query{}
-	for name, v := range j.Params {
-		query[name] = []string{v}
-	}
-	validated, verr := params.Validate(e, query, nil)
-	if verr != nil {
-		return fail(verr)
-	}
-	if refusal := p.holdReservation(ctx, j); refusal != nil {
-		return fail(refusal)
-	}
-	c := &Call{RequestID: j.RequestID, Endpoint: e, Params: validated, Request: req,
-		Principal: auth.Principal{AccountID: j.AccountID, KeyID: j.KeyID, KeyPrefix: j.KeyPrefix, KeyHash: j.KeyHash}}
-	x.call = c
-	fu, refusal := p.checkFairUse(x, c)
-	if refusal != nil {
-		return fail(refusal)
-	}
-	if _, composite := p.cfg.Composites[e.Key()]; composite {
-		c.legs = p.newLegs(x, c)
-		c.legs.progress = func(done, total int) {
+	a := p.Run(req, RunAs{Parent: j.ID, Job: &JobCall{
+		Key: j.Platform + "/" + j.Endpoint, RequestID: j.RequestID,
+		Principal: auth.Principal{AccountID: j.AccountID, KeyID: j.KeyID, KeyPrefix: j.KeyPrefix, KeyHash: j.KeyHash},
+		Hold:      func(ctx context.Context) *envelope.Error { return p.holdReservation(ctx, j) },
+		Progress: func(done, total int) {
 			if err := p.cfg.Jobs.JobProgress(context.WithoutCancel(ctx), j.AccountID, j.ID, done, total); err != nil {
 				p.cfg.Logger.Warn("job progress not written", "job_id", j.ID, "error", err.Error())
 			}
-		}
-	}
-	data, herr := p.run(h, x, c)
-	if herr == nil {
-		data, _ = p.assist(x, c, data)
-	}
-	p.countFairUse(x, c, fu)
-	if herr != nil {
-		return fail(herr)
-	}
-	body, err := envelope.Marshal(p.success(x, c, data, e.Cost, nil))
-	if err != nil {
-		return fail(envelope.Internal())
-	}
-	x.w.WriteHeader(http.StatusOK)
-	return http.StatusOK, body
+		},
+	}})
+	return a.Status, a.Body
 }
 
 // jobFailure is the error envelope a job's call answered.

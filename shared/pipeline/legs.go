@@ -303,23 +303,16 @@ func (p *Pipeline) runLeg(ctx context.Context, parent *exchange, pc *Call, req L
 		r.Status = http.StatusInternalServerError
 		return r
 	}
-	rec := &itemRecorder{header: http.Header{}}
-	var leg *exchange
-	p.serve(rec, httpReq, func(x *exchange) {
-		leg, x.parentID = x, pc.RequestID
-		p.serveLeg(x, pc)
-	})
-	r.Status, r.RequestID = rec.status, leg.requestID
-	r.Envelope = bytes.TrimSpace(rec.body.Bytes())
-	r.ErrorType = string(leg.errType)
-	r.Cached = rec.header.Get("x-cache") == cacheHit
-	if leg.call != nil {
-		r.Attempts = leg.call.Upstream.Attempts
-		if p.cfg.Upstream != nil && leg.call.Upstream.ServedBy != "" {
-			for _, pl := range p.cfg.Upstream.PublicLegs(req.Key, leg.call.Upstream, r.Endpoint, 0) {
-				if pl.OK {
-					r.ServedBy = pl.ServedBy
-				}
+	a := p.Run(httpReq, RunAs{leg: pc, Parent: pc.RequestID})
+	r.Status, r.RequestID = a.Status, a.RequestID
+	r.Envelope = bytes.TrimSpace(a.Body)
+	r.ErrorType = string(a.ErrorType)
+	r.Cached = a.Header.Get("x-cache") == cacheHit
+	r.Attempts = a.Upstream.Attempts
+	if p.cfg.Upstream != nil && a.Upstream.ServedBy != "" {
+		for _, pl := range p.cfg.Upstream.PublicLegs(req.Key, a.Upstream, r.Endpoint, 0) {
+			if pl.OK {
+				r.ServedBy = pl.ServedBy
 			}
 		}
 	}

@@ -119,7 +119,7 @@ func limitRefusal(a store.Admission) *envelope.Error {
 // answers (batchGather.releaseHeld).
 func (p *Pipeline) releaseSlot(x *exchange, who auth.Principal) {
 	x.effect(func(ctx context.Context) {
-		if ig := gatherOf(x.r.Context()); ig != nil {
+		if ig := x.gather; ig != nil {
 			if x.admitted {
 				ig.g.holdSlot(who.LimitsID(), x.requestID, x.stale)
 			}

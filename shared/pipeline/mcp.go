@@ -30,7 +30,10 @@ func (p *Pipeline) serveMCP(x *exchange) {
 		// pipeline that serves them all, in this process.
 		all := p.cfg
 		all.Family = ""
-		p.mcp.handler = mcpserver.New(all.Registry, New(all), mcpserver.Options{
+		api := New(all)
+		// Every tool call is a request run with the caller's key (Run).
+		run := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.Run(r, RunAs{Live: w}) })
+		p.mcp.handler = mcpserver.New(all.Registry, run, mcpserver.Options{
 			Schemas: all.DataSchemas, ErrorsURL: p.errorsURL, Available: p.available, Logger: p.cfg.Logger,
 		})
 	})

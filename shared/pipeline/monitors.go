@@ -549,7 +549,7 @@ func (p *Pipeline) monitorCall(ctx context.Context, m store.Monitor) callOutcome
 	for _, seg := range strings.Split(m.Endpoint, "/") {
 		target += "/" + url.PathEscape(seg)
 	}
-	req, err := http.NewRequestWithContext(context.WithValue(ctx, runAsKey{}, k.Hash), http.MethodGet, target+"?"+q.Encode(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target+"?"+q.Encode(), nil)
 	if err != nil {
 		return fail(envelope.InternalError, "The call could not be made.")
 	}
@@ -557,12 +557,8 @@ func (p *Pipeline) monitorCall(ctx context.Context, m store.Monitor) callOutcome
 	// A monitor watches the source: each run reads it afresh, and its
 	// answer refreshes the cache for everyone else.
 	req.Header.Set("cache-control", "no-cache")
-	rec := &itemRecorder{header: http.Header{}}
-	p.serve(rec, req, func(x *exchange) {
-		x.parentID = m.ID
-		p.serveAPI(x, x.r.URL.EscapedPath(), false)
-	})
-	return readOutcome(rec.status, rec.header.Get("x-request-id"), rec.body.Bytes())
+	a := p.Run(req, RunAs{KeyHash: k.Hash, Parent: m.ID})
+	return readOutcome(a.Status, a.Header.Get("x-request-id"), a.Body)
 }
 
 // readOutcome reads a call's envelope.

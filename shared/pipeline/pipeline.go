@@ -22,6 +22,7 @@ import (
 	"github.com/meridian-data/meridian/shared/openapi"
 	"github.com/meridian-data/meridian/shared/params"
 	"github.com/meridian-data/meridian/shared/registry"
+	"github.com/meridian-data/meridian/shared/service"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/upstream"
 	"github.com/meridian-data/meridian/shared/usage"
@@ -162,8 +163,9 @@ type Pipeline struct {
 	wallets     walletQueue
 	routes      *registry.RouteTable
 	sandboxData sandboxMemo
-	openapi     openAPIDocs
 	mcp         mcpSurface
+	// svc serves the service's own endpoints (shared/service).
+	svc *service.Service
 	// cacheInProcess: cache lookups are made in line (store.InProcess).
 	cacheInProcess bool
 	// flights are this process's cache fills in flight (collapse.go), with
@@ -205,10 +207,6 @@ func New(cfg Config) *Pipeline {
 		r.Lease = d.Lease
 	}
 	handlers := map[string]Handler{}
-	if cfg.Store != nil {
-		handlers["credits/balance"] = balanceHandler(cfg.Store)
-		handlers["credits/transactions"] = transactionsHandler(cfg.Store)
-	}
 	if recalls, ok := cfg.Store.(store.Recalls); ok {
 		handlers["assist/recall"] = recallHandler(recalls, cfg.Now)
 	}
@@ -229,12 +227,17 @@ func New(cfg Config) *Pipeline {
 			p.gate = g
 		}
 	}
+	// The service's own endpoints (discovery, indexes, credits, status,
+	// usage reports), told what this deployment serves.
+	p.svc = service.New(service.Config{
+		Registry: cfg.Registry, Store: cfg.Store, Outcomes: cfg.Outcomes, Canary: cfg.Canary, Upstream: cfg.Upstream,
+		DataSchemas: cfg.DataSchemas, Contact: cfg.Contact, ErrorsURL: cfg.ErrorsURL, Available: p.available,
+		Logger: cfg.Logger, Now: cfg.Now,
+	})
 	// Built-ins that need the pipeline itself, unless a test replaced them.
-	builtins := p.discoveryHandlers(cfg.Registry)
-	for _, e := range cfg.Registry.Endpoints() {
-		if e.IsIndex() {
-			builtins[e.Key()] = p.index // platform indexes say which entries this deployment serves
-		}
+	builtins := map[string]Handler{}
+	for k, h := range p.svc.Handlers() {
+		builtins[k] = serviceHandler(h)
 	}
 	builtins["batch"] = p.batch
 	if cfg.Monitors != nil && cfg.Scheduler != nil && cfg.Store != nil {
@@ -244,10 +247,6 @@ func New(cfg Config) *Pipeline {
 	}
 	if cfg.Jobs != nil {
 		builtins["web/jobs/{id}"] = p.jobHandler
-	}
-	if cfg.Outcomes != nil {
-		builtins["status"] = p.statusHandler
-		builtins["credits/usage"] = p.usageHandler
 	}
 	if cfg.Upstream != nil {
 		for _, key := range cfg.Upstream.Endpoints() {
@@ -316,8 +315,12 @@ type exchange struct {
 	// billingStatus is error.details.billing_status of a paid call whose
 	// billing the request path could not finish (reconciliation will).
 	billingStatus string
-	// parentID is the composite call a leg belongs to.
+	// parentID is what a request Run runs belongs to (RunAs.Parent).
 	parentID string
+	// runAs is the stored hash of the key a Run request runs with
+	// (RunAs.KeyHash); gather is a batch item's gather (RunAs.gather).
+	runAs  string
+	gather *itemGather
 	// streamed is a stream's final result envelope and its status: what an
 	// Idempotency-Key keeps for replay, and what the usage event reports.
 	streamed *streamOutcome

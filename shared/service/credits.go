@@ -1,4 +1,4 @@
-package pipeline
+package service
 
 import (
 	"context"
@@ -54,9 +54,9 @@ type ledgerData struct {
 
 func transactionsHandler(s store.Store) Handler {
 	return func(ctx context.Context, c *Call) (any, *envelope.Error) {
-		limit, _ := strconv.Atoi(c.Params.Values["limit"])
+		limit, _ := strconv.Atoi(c.Values["limit"])
 		return ledgerPage(ctx, s, c.Principal.AccountID, store.LedgerQuery{
-			Limit: limit, Cursor: c.Params.Values["cursor"], RequestID: c.Params.Values["request_id"],
+			Limit: limit, Cursor: c.Values["cursor"], RequestID: c.Values["request_id"],
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package pipeline
+package service
 
 import (
 	"context"
@@ -17,12 +17,6 @@ import (
 
 // The discovery endpoints of spec 4.2, all free, all read from the registry.
 
-// Raw is handler data written as is (not in the envelope), e.g. markdown.
-type Raw struct {
-	ContentType string
-	Body        []byte
-}
-
 // exampleRequest is a ready-to-run request for an endpoint.
 type exampleRequest struct {
 	Method  string            `json:"method"`
@@ -34,21 +28,21 @@ type exampleRequest struct {
 
 const keyPlaceholder = "YOUR_API_KEY"
 
-func (p *Pipeline) discoveryHandlers(reg *registry.Registry) map[string]Handler {
-	baseURL := p.baseURL
+func (s *Service) discoveryHandlers(reg *registry.Registry) map[string]Handler {
+	baseURL := s.baseURL
 	return map[string]Handler{
 		"utility/endpoints": func(ctx context.Context, c *Call) (any, *envelope.Error) {
-			want, filtered := c.Params.Values["available"]
+			want, filtered := c.Values["available"]
 			items := []registry.Entry{}
-			for _, e := range catalogue(reg, c.Params.Values["platform"]) {
-				if m := c.Params.Values["method"]; m != "" && e.HTTPMethod() != m {
+			for _, e := range catalogue(reg, c.Values["platform"]) {
+				if m := c.Values["method"]; m != "" && e.HTTPMethod() != m {
 					continue
 				}
-				if q := strings.ToLower(c.Params.Values["search"]); q != "" &&
+				if q := strings.ToLower(c.Values["search"]); q != "" &&
 					!strings.Contains(strings.ToLower(e.Key()+" "+e.Name+" "+e.Description), q) {
 					continue
 				}
-				entry := p.entry(ctx, e)
+				entry := s.entry(ctx, e)
 				if filtered && entry.Available != (want == "true") {
 					continue
 				}
@@ -57,22 +51,22 @@ func (p *Pipeline) discoveryHandlers(reg *registry.Registry) map[string]Handler 
 			return map[string]any{"items": items, "count": len(items)}, nil
 		},
 		"utility/endpoint": func(ctx context.Context, c *Call) (any, *envelope.Error) {
-			e, err := lookupEndpoint(reg, c.Params.Values["id"], c.Params.Values["url"])
+			e, err := lookupEndpoint(reg, c.Values["id"], c.Values["url"])
 			if err != nil {
 				return nil, err
 			}
-			src, _ := p.firstCalls("")
-			out := map[string]any{"endpoint": p.entry(ctx, e), "request": example(src, e, baseURL(c.Request))}
-			if p.cfg.DataSchemas != nil {
-				if schema, ok := p.cfg.DataSchemas(e.Key()); ok {
+			src, _ := s.firstCalls("")
+			out := map[string]any{"endpoint": s.entry(ctx, e), "request": example(src, e, baseURL(c.Request))}
+			if s.cfg.DataSchemas != nil {
+				if schema, ok := s.cfg.DataSchemas(e.Key()); ok {
 					out["data_schema"] = json.RawMessage(schema)
 				}
 			}
 			return out, nil
 		},
 		"utility/quickstart": func(ctx context.Context, c *Call) (any, *envelope.Error) {
-			platform := c.Params.Values["platform"]
-			src, available := p.firstCalls(platform)
+			platform := c.Values["platform"]
+			src, available := s.firstCalls(platform)
 			e := quickstart(src, platform)
 			if e == nil {
 				return nil, envelope.New(envelope.ResourceNotFound, http.StatusNotFound,
@@ -80,7 +74,7 @@ func (p *Pipeline) discoveryHandlers(reg *registry.Registry) map[string]Handler 
 			}
 			base := baseURL(c.Request)
 			out := map[string]any{
-				"endpoint":  p.entry(ctx, e),
+				"endpoint":  s.entry(ctx, e),
 				"available": available,
 				"next":      "GET /v1/utility/endpoints?available=true lists the endpoints this deployment serves; add dry_run=1 to a call of one of them for a free estimate.",
 			}
@@ -100,28 +94,28 @@ func (p *Pipeline) discoveryHandlers(reg *registry.Registry) map[string]Handler 
 				"configuring a source: the credentials or upstream variables listed in the README's \"Upstream sources\" table " +
 				"(environment variables, or keys of the JSON secret named by MERIDIAN_UPSTREAM_SECRET in AWS), or, for local " +
 				"recorded data, MERIDIAN_UPSTREAM=replay on the local server."
-			if _, elsewhere := p.firstCalls(""); platform != "" && elsewhere {
+			if _, elsewhere := s.firstCalls(""); platform != "" && elsewhere {
 				msg += " Without platform, GET /v1/utility/quickstart picks an endpoint this deployment serves."
 			}
 			out["message"] = msg
 			return out, nil
 		},
 		"utility/llms": func(ctx context.Context, c *Call) (any, *envelope.Error) {
-			doc := p.llmsCatalogue(ctx, c.Params.Values["platform"], baseURL(c.Request))
-			if c.Params.Values["format"] == "json" {
+			doc := s.llmsCatalogue(ctx, c.Values["platform"], baseURL(c.Request))
+			if c.Values["format"] == "json" {
 				return doc, nil
 			}
-			return Raw{ContentType: "text/markdown; charset=utf-8", Body: []byte(doc.markdown())}, nil
+			return envelope.Raw{ContentType: "text/markdown; charset=utf-8", Body: []byte(doc.markdown())}, nil
 		},
 	}
 }
 
 // entry is e's catalogue entry in this deployment.
-func (p *Pipeline) entry(ctx context.Context, e *registry.Endpoint) registry.Entry {
+func (s *Service) entry(ctx context.Context, e *registry.Endpoint) registry.Entry {
 	out := e.Entry()
-	out.Available = p.available(e)
+	out.Available = s.available(e)
 	if e.LimitedCapacity {
-		out.Capacity = p.capacity(ctx, e)
+		out.Capacity = s.capacity(ctx, e)
 	}
 	return out
 }
@@ -130,14 +124,14 @@ func (p *Pipeline) entry(ctx context.Context, e *registry.Endpoint) registry.Ent
 // allowance: one store read per route with an allowance, so only those
 // endpoints pay for it. Remaining stays null when it cannot be known; the
 // available flag keeps meaning "a route is configured".
-func (p *Pipeline) capacity(ctx context.Context, e *registry.Endpoint) *registry.Capacity {
-	if p.cfg.Upstream == nil {
-		return &registry.Capacity{ResetsAt: upstream.NextMonth(p.cfg.Now()).Format(time.RFC3339)}
+func (s *Service) capacity(ctx context.Context, e *registry.Endpoint) *registry.Capacity {
+	if s.cfg.Upstream == nil {
+		return &registry.Capacity{ResetsAt: upstream.NextMonth(s.cfg.Now()).Format(time.RFC3339)}
 	}
-	c, err := p.cfg.Upstream.Capacity(ctx, e.Key())
+	c, err := s.cfg.Upstream.Capacity(ctx, e.Key())
 	out := &registry.Capacity{ResetsAt: c.ResetsAt.Format(time.RFC3339)}
 	if err != nil {
-		p.cfg.Logger.Warn("capacity not read", "endpoint", e.Key(), "error", err.Error())
+		s.cfg.Logger.Warn("capacity not read", "endpoint", e.Key(), "error", err.Error())
 		return out
 	}
 	if c.Bounded {
@@ -162,17 +156,17 @@ func (s served) Live() []*registry.Endpoint { return s }
 // from: the endpoints this deployment serves, or, when it serves no data
 // endpoint there, every registered one (available false: only their
 // sandbox twins answer).
-func (p *Pipeline) firstCalls(platform string) (src endpointSource, available bool) {
-	var s served
-	for _, e := range p.cfg.Registry.Live() {
-		if p.available(e) {
-			s = append(s, e)
+func (s *Service) firstCalls(platform string) (src endpointSource, available bool) {
+	var live served
+	for _, e := range s.cfg.Registry.Live() {
+		if s.available(e) {
+			live = append(live, e)
 		}
 	}
-	if quickstart(s, platform) != nil {
-		return s, true
+	if quickstart(live, platform) != nil {
+		return live, true
 	}
-	return p.cfg.Registry, false
+	return s.cfg.Registry, false
 }
 
 // catalogue lists the live endpoints a catalogue shows: data and service
@@ -326,8 +320,8 @@ func exampleEnvelope(e *registry.Endpoint, sandbox bool) map[string]any {
 // baseURL is the deployment's public address: the one MERIDIAN_ERRORS_URL
 // names when it is this deployment's /docs/errors, else as the caller
 // reached it.
-func (p *Pipeline) baseURL(r *http.Request) string {
-	if base, ok := strings.CutSuffix(p.cfg.ErrorsURL, "/docs/errors"); ok && base != "" {
+func (s *Service) baseURL(r *http.Request) string {
+	if base, ok := strings.CutSuffix(s.cfg.ErrorsURL, "/docs/errors"); ok && base != "" {
 		return base
 	}
 	proto := strings.ToLower(strings.TrimSpace(strings.Split(r.Header.Get("x-forwarded-proto"), ",")[0]))
@@ -353,7 +347,7 @@ type llmsDoc struct {
 	sandbox map[string]string
 }
 
-func (p *Pipeline) llmsCatalogue(ctx context.Context, platform, base string) llmsDoc {
+func (s *Service) llmsCatalogue(ctx context.Context, platform, base string) llmsDoc {
 	doc := llmsDoc{
 		BaseURL: base + "/v1",
 		Auth: map[string]any{
@@ -370,8 +364,8 @@ func (p *Pipeline) llmsCatalogue(ctx context.Context, platform, base string) llm
 		doc.ErrorTypes = append(doc.ErrorTypes, map[string]any{"type": t.Type, "statuses": t.Statuses, "condition": t.Condition})
 	}
 	doc.sandbox = map[string]string{}
-	for _, e := range catalogue(p.cfg.Registry, platform) {
-		doc.Endpoints = append(doc.Endpoints, p.entry(ctx, e))
+	for _, e := range catalogue(s.cfg.Registry, platform) {
+		doc.Endpoints = append(doc.Endpoints, s.entry(ctx, e))
 		if e.Kind == registry.Data {
 			doc.sandbox[e.Key()] = e.SandboxPath()
 		}
