@@ -126,6 +126,12 @@ function setupTryIt(doc) {
   fillOperations();
 }
 
+// Redoc's search asks whether it may index in a worker by compiling a
+// function from a string (eval), which this page's policy forbids; refused,
+// it indexes in the page. Without Worker it skips the probe and does the
+// same, so the page never trips its own policy. Nothing here uses workers.
+delete globalThis.Worker;
+
 try {
   const doc = await loadDocument();
   setupTryIt(doc);
