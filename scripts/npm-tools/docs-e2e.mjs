@@ -47,13 +47,16 @@ await runE2E(outDir, 60000, async ({ page, context, step, shot, pageErrors }) =>
       const text = (await page.locator("#redoc").textContent()).replace(/\s+/g, "").toLowerCase();
       for (const op of ops) if (text.includes(op)) seen.add(op);
     };
+    // Under load sections arrive late: keep scrolling (and waiting at the
+    // bottom) until every operation was seen or 90 seconds have passed.
     await page.evaluate(() => window.scrollTo(0, 0));
-    for (let i = 0; i < 400 && seen.size < ops.length; i++) {
+    const deadline = Date.now() + 90000;
+    while (seen.size < ops.length && Date.now() < deadline) {
       await look();
-      const bottom = await page.evaluate(() => { window.scrollBy(0, 1200); return window.innerHeight + window.scrollY >= document.body.scrollHeight - 5; });
-      await page.waitForTimeout(60);
-      if (bottom) { await page.waitForTimeout(500); await look(); if (i > 3 && seen.size < ops.length) break; }
+      const bottom = await page.evaluate(() => { window.scrollBy(0, 800); return window.innerHeight + window.scrollY >= document.body.scrollHeight - 5; });
+      await page.waitForTimeout(bottom ? 400 : 80);
     }
+    await look();
     const missing = ops.filter((o) => !seen.has(o));
     expect(missing.length === 0, "not shown: " + missing.join(", "));
   });
