@@ -7,16 +7,16 @@ BUILD_DIR := build
 BUILD_ENV := CGO_ENABLED=0 GOOS=linux GOARCH=arm64 GOFLAGS=-mod=readonly
 BUILD_FLAGS := -trimpath -buildvcs=false -tags lambda.norpc -ldflags='-s -w -buildid='
 
-.PHONY: run test unit infra-test lint build check-build fuzz clean
+.PHONY: run test unit infra-test lint build check-build fuzz clean docs-assets
 # One target at a time, even under make -j: unit and infra-test share
 # DynamoDB Local's state directory (.tools/dynamodb-local), and each stops
 # the emulator when it finishes.
 .NOTPARALLEL:
 
-run: ## start the API locally on MERIDIAN_ADDR (default 127.0.0.1:8080)
+run: docs-assets ## start the API locally on MERIDIAN_ADDR (default 127.0.0.1:8080)
 	$(GO) run ./functions/local
 
-test: lint check-build unit infra-test ## every test: vet, gofmt, reproducible builds, unit, DynamoDB Local and SQS (goaws) tests with fuzz seed corpora, CDK synth and cdk-nag
+test: docs-assets lint check-build unit infra-test ## every test: vet, gofmt, reproducible builds, unit, DynamoDB Local and SQS (goaws) tests with fuzz seed corpora, CDK synth and cdk-nag
 
 # DynamoDB Local runs for the DynamoDB store's tests (scripts/dynamodb-local.sh
 # installs Java and the emulator when missing) and goaws for the SQS tests
@@ -48,7 +48,13 @@ lint:
 	@out=$$(find . -name '*.go' -not -path './build/*' -not -path './.git/*' | xargs gofmt -l); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-build: ## one bootstrap per function under build/<function>/bootstrap
+# The API reference's renderer (Redoc's bundle, pinned in the script) is
+# fetched from npm into shared/apidocs/redoc/ (gitignored) before anything
+# builds, so every binary embeds it; a no-op once it is there.
+docs-assets:
+	@scripts/docs-assets.sh >/dev/null
+
+build: docs-assets ## one bootstrap per function under build/<function>/bootstrap
 	@for fn in $(FUNCTIONS); do \
 	  mkdir -p $(BUILD_DIR)/$$fn; \
 	  $(BUILD_ENV) $(GO) build $(BUILD_FLAGS) -o $(BUILD_DIR)/$$fn/bootstrap ./functions/$$fn || exit 1; \

@@ -40,6 +40,13 @@ type Options struct {
 	Schemas DataSchemas
 	// Contact defaults to DefaultContact.
 	Contact *Contact
+	// Available says whether this deployment serves an endpoint on /v1
+	// (the catalogue's available flag): each operation's x-available and
+	// badge. Nil states nothing.
+	Available func(*registry.Endpoint) bool
+	// BatchItem is the endpoint the batch code samples call (the
+	// quickstart's pick); nil leaves their list empty.
+	BatchItem *registry.Endpoint
 }
 
 // Document builds the description of the registry.
@@ -60,6 +67,7 @@ func Document(reg *registry.Registry, opts Options) obj {
 			continue
 		}
 		path, op := operation(e, opts.Schemas, schemaDefs, responses)
+		describeForReaders(op, e, opts)
 		item, _ := paths[path].(obj)
 		if item == nil {
 			item = obj{}

@@ -515,7 +515,9 @@ func TestOpenAPIIsServed(t *testing.T) {
 	if r.code != 200 || r.header.Get("content-type") != "application/json" || r.body["openapi"] != "3.1.0" {
 		t.Fatalf("%d %v %.200s", r.code, r.header, r.raw)
 	}
-	if servers := r.body["servers"].([]any); servers[0].(map[string]any)["url"] != "/" {
+	// The deployment's own address, as the llms catalogue names it: the
+	// code samples run as written.
+	if servers := r.body["servers"].([]any); servers[0].(map[string]any)["url"] != "http://api.test" {
 		t.Errorf("servers: %v", servers)
 	}
 	y := h.do("GET", "/openapi.yaml")

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/meridian-data/meridian/shared/apidocs"
 	"github.com/meridian-data/meridian/shared/assist"
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
@@ -415,6 +416,8 @@ func (p *Pipeline) route(x *exchange) {
 		x.w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		x.w.WriteHeader(http.StatusOK)
 		_, _ = x.w.Write([]byte(assist.DocsHTML()))
+	case apidocs.Serves(x.r.Method, path):
+		apidocs.ServeHTTP(x.w, x.r)
 	case (path == "/openapi.json" || path == "/openapi.yaml") && x.r.Method == http.MethodGet:
 		p.serveOpenAPI(x, strings.HasSuffix(path, ".yaml"))
 	case path == "/mcp":

@@ -25,7 +25,7 @@ func serviceHandler(h service.Handler) Handler {
 // serveOpenAPI answers GET /openapi.json and /openapi.yaml with the
 // service's OpenAPI document.
 func (p *Pipeline) serveOpenAPI(x *exchange, asYAML bool) {
-	body, contentType, err := p.svc.OpenAPI(asYAML)
+	body, contentType, err := p.svc.OpenAPI(x.r, asYAML)
 	if err != nil {
 		p.cfg.Logger.Error("openapi", "request_id", x.requestID, "error", err.Error())
 		x.fail(envelope.Internal())

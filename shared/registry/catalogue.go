@@ -646,6 +646,7 @@ var Surfaces = []Surface{
 	{"ANY", "/mcp", MCP, "MCP server: every endpoint as a tool (Bearer accepted)."},
 	{"ANY", "/sandbox", Sandbox, "Sandbox index (Bearer accepted)."},
 	{"ANY", "/sandbox/{proxy+}", Sandbox, "Free synthetic twins of the data endpoints."},
+	{http.MethodGet, "/docs", Service, "API reference page, rendered in the browser from /openapi.json (also at /docs/; its files at /docs/assets/..., which reach the service function as unrouted paths do)."},
 	{http.MethodGet, "/docs/errors", Service, "The errors reference that error.doc_url anchors into."},
 	{http.MethodGet, "/docs/ai-labels", Service, "The AI-assist label set, its values, confidence and rules (spec 4.5)."},
 	{http.MethodGet, "/console", Service, "Console web page (also at /console/): sign in with the console token."},

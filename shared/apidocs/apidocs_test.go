@@ -1,0 +1,107 @@
+package apidocs
+
+import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/meridian-data/meridian/shared/internal/devscripts"
+)
+
+func get(t *testing.T, path string) *httptest.ResponseRecorder {
+	t.Helper()
+	if !Serves(http.MethodGet, path) {
+		t.Fatalf("%s is not the reference's", path)
+	}
+	rec := httptest.NewRecorder()
+	ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://api.test"+path, nil))
+	return rec
+}
+
+// The page and its files: own-origin policy with a fresh nonce per page,
+// the nonce handed to Redoc, and no other origin named anywhere in it.
+func TestPageAndFiles(t *testing.T) {
+	a, b := get(t, "/docs"), get(t, "/docs/")
+	if a.Code != 200 || a.Header().Get("content-type") != "text/html; charset=utf-8" || a.Header().Get("cache-control") != "no-store" {
+		t.Fatalf("%d %v", a.Code, a.Header())
+	}
+	csp := a.Header().Get("content-security-policy")
+	if csp == b.Header().Get("content-security-policy") || !strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "http") || strings.Contains(csp, "unsafe-eval") {
+		t.Errorf("policy %q", csp)
+	}
+	nonce := strings.SplitN(strings.SplitN(csp, "'nonce-", 2)[1], "'", 2)[0]
+	if !strings.Contains(a.Body.String(), `<meta property="csp-nonce" content="`+nonce+`">`) {
+		t.Errorf("the page does not carry its nonce %s", nonce)
+	}
+	for _, name := range []string{"docs.js", "docs.css"} {
+		r := get(t, "/docs/assets/"+name)
+		if r.Code != 200 || r.Header().Get("etag") == "" || r.Body.Len() == 0 {
+			t.Errorf("%s: %d", name, r.Code)
+		}
+		if strings.Contains(r.Body.String(), "https://") {
+			t.Errorf("%s names another origin", name)
+		}
+	}
+	for _, p := range []string{"/docs/assets/nope.js", "/docs/assets/../apidocs.go", "/docs/errors", "/docs/x"} {
+		if Serves(http.MethodGet, p) {
+			t.Errorf("%s is served by the page", p)
+		}
+	}
+	if Serves(http.MethodPost, "/docs") {
+		t.Error("POST /docs")
+	}
+	if Built() {
+		if r := get(t, "/docs/assets/"+BundleName); r.Code != 200 || !strings.HasPrefix(r.Header().Get("content-type"), "text/javascript") {
+			t.Errorf("bundle: %d %v", r.Code, r.Header())
+		}
+		if bundle, _ := files.ReadFile("redoc/" + BundleName); bytes.Contains(bundle, []byte("cdn.redoc.ly/redoc/logo")) {
+			t.Error("the bundle still loads Redocly's logo from its CDN")
+		}
+		if RedocVersion() == "" || !strings.Contains(a.Body.String(), "/docs/assets/docs.js") {
+			t.Error("version or script missing")
+		}
+	}
+}
+
+// Without Redoc's bundle (a fresh clone, built without make), the page
+// says how to build it.
+func TestPageWithoutTheBundle(t *testing.T) {
+	var b bytes.Buffer
+	if err := page.Execute(&b, map[string]any{"Nonce": "n", "Built": false}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"scripts/docs-assets.sh", "make run, make build, make test", "/openapi.json"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the page without the bundle does not say %q", want)
+		}
+	}
+	if strings.Contains(b.String(), "docs.js") {
+		t.Error("the page loads its script without the bundle")
+	}
+}
+
+// make run, make build, make test and make check-build fetch Redoc first.
+func TestMakeTargetsFetchTheBundle(t *testing.T) {
+	root, err := devscripts.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("no make")
+	}
+	for _, target := range []string{"run", "build", "check-build", "test"} {
+		cmd := exec.Command("make", "-n", target)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("make -n %s: %v", target, err)
+		}
+		first := strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0]
+		if !strings.HasPrefix(first, "scripts/docs-assets.sh") {
+			t.Errorf("make %s does not fetch the bundle first: %q", target, first)
+		}
+	}
+}
