@@ -3,6 +3,9 @@
 // adaptation as Lambda.
 package main
 
-import "github.com/meridian-data/meridian/shared/app"
+import (
+	"github.com/meridian-data/meridian/shared/apidocs"
+	"github.com/meridian-data/meridian/shared/app"
+)
 
-func main() { app.RunLocal() }
+func main() { app.RunLocal(app.WithReference(apidocs.Page{})) }

@@ -2,8 +2,10 @@
 package main
 
 import (
+	"github.com/meridian-data/meridian/shared/apidocs"
 	"github.com/meridian-data/meridian/shared/app"
 	"github.com/meridian-data/meridian/shared/registry"
 )
 
-func main() { app.StartLambda(registry.Service) }
+// The service function serves the API reference page: only it embeds it.
+func main() { app.StartLambda(registry.Service, app.WithReference(apidocs.Page{})) }

@@ -9,16 +9,19 @@ package apidocs
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/rand"
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
 	"encoding/hex"
-	"html/template"
+	"html"
+	"io"
 	"mime"
 	"net/http"
 	"path"
 	"strings"
+	"sync"
 )
 
 //go:embed web redoc
@@ -32,12 +35,48 @@ type asset struct {
 	body        []byte
 	contentType string
 	etag        string // a strong validator: the body's hash
+	// gzipped: body is gzip-encoded (Redoc's bundle); plain decodes it
+	// once for a client that does not accept gzip.
+	gzipped bool
+	plain   func() []byte
 }
 
 var (
 	assets = load()
-	page   = template.Must(template.ParseFS(files, "web/index.html"))
+	// pageSource is web/index.html: sections between <!--built--> and
+	// <!--/built--> show with the bundle, <!--unbuilt--> ones without it;
+	// {{NONCE}} and {{VERSION}} are filled in per answer. (A plain
+	// replacer: html/template would keep every exported method of the
+	// binary alive through its reflection, megabytes in every function.)
+	pageSource = mustRead("web/index.html")
 )
+
+func mustRead(name string) string {
+	b, err := files.ReadFile(name)
+	if err != nil {
+		panic(err) // embedded
+	}
+	return string(b)
+}
+
+// renderPage is the page for one answer.
+func renderPage(nonce string, built bool) []byte {
+	keep, drop := "built", "unbuilt"
+	if !built {
+		keep, drop = drop, keep
+	}
+	s := pageSource
+	for {
+		start := strings.Index(s, "<!--"+drop+"-->")
+		end := strings.Index(s, "<!--/"+drop+"-->")
+		if start < 0 || end < start {
+			break
+		}
+		s = s[:start] + s[end+len("<!--/"+drop+"-->"):]
+	}
+	return []byte(strings.NewReplacer("<!--"+keep+"-->", "", "<!--/"+keep+"-->", "",
+		"{{NONCE}}", nonce, "{{VERSION}}", html.EscapeString(RedocVersion())).Replace(s))
+}
 
 func load() map[string]asset {
 	out := map[string]asset{}
@@ -50,11 +89,25 @@ func load() map[string]asset {
 			contentType = mime.TypeByExtension(path.Ext(name))
 		}
 		sum := sha256.Sum256(body)
-		out[name] = asset{body: body, contentType: contentType, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+		a := asset{body: body, contentType: contentType, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+		if a.gzipped = strings.HasSuffix(file, ".gz"); a.gzipped {
+			a.plain = sync.OnceValue(func() []byte {
+				zr, err := gzip.NewReader(bytes.NewReader(body))
+				if err != nil {
+					panic(err) // written by scripts/docs-assets.sh and tested
+				}
+				plain, err := io.ReadAll(zr)
+				if err != nil {
+					panic(err)
+				}
+				return plain
+			})
+		}
+		out[name] = a
 	}
 	add("docs.js", "web/docs.js", "")
 	add("docs.css", "web/docs.css", "")
-	add(BundleName, "redoc/"+BundleName, "")
+	add(BundleName, "redoc/"+BundleName+".gz", "")
 	add("redoc-LICENSE.txt", "redoc/LICENSE", "text/plain; charset=utf-8")
 	return out
 }
@@ -88,6 +141,12 @@ func Serves(method, p string) bool {
 	return ok && known
 }
 
+// Page is the reference page as the pipeline serves it (pipeline.Reference).
+type Page struct{}
+
+func (Page) Serves(method, path string) bool                  { return Serves(method, path) }
+func (Page) ServeHTTP(w http.ResponseWriter, r *http.Request) { ServeHTTP(w, r) }
+
 // SecurityPolicy is the page's Content-Security-Policy: scripts, styles,
 // fonts, images and requests from the page's own origin only. Redoc writes
 // its styles into <style> elements carrying the response's nonce (it reads
@@ -110,6 +169,15 @@ func ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.Set("Content-Security-Policy", SecurityPolicy(newNonce()))
 		h.Set("Content-Type", a.contentType)
 		h.Set("Cache-Control", "no-cache")
+		body := a.body
+		if a.gzipped {
+			h.Set("Vary", "Accept-Encoding")
+			if acceptsGzip(r) {
+				h.Set("Content-Encoding", "gzip")
+			} else {
+				body = a.plain()
+			}
+		}
 		h.Set("Etag", a.etag)
 		if match := r.Header.Get("if-none-match"); match != "" && match == a.etag {
 			w.WriteHeader(http.StatusNotModified)
@@ -117,22 +185,30 @@ func ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.WriteHeader(http.StatusOK)
 		if r.Method == http.MethodGet {
-			_, _ = w.Write(a.body)
+			_, _ = w.Write(body)
 		}
 		return
 	}
 	nonce := newNonce()
-	var body bytes.Buffer
-	if err := page.Execute(&body, map[string]any{"Nonce": nonce, "Built": Built(), "Version": RedocVersion()}); err != nil {
-		panic(err) // the template is embedded and tested
-	}
+	body := renderPage(nonce, Built())
 	h.Set("Content-Security-Policy", SecurityPolicy(nonce))
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store") // the nonce is this response's
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodGet {
-		_, _ = w.Write(body.Bytes())
+		_, _ = w.Write(body)
 	}
+}
+
+// acceptsGzip says whether the client takes a gzip-encoded answer.
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		coding, q, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(coding), "gzip") && strings.ReplaceAll(strings.TrimSpace(q), " ", "") != "q=0" {
+			return true
+		}
+	}
+	return false
 }
 
 // newNonce is a fresh CSP nonce: 128 random bits.

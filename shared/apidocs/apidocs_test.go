@@ -2,6 +2,8 @@ package apidocs
 
 import (
 	"bytes"
+	"compress/gzip"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -54,10 +56,25 @@ func TestPageAndFiles(t *testing.T) {
 		t.Error("POST /docs")
 	}
 	if Built() {
-		if r := get(t, "/docs/assets/"+BundleName); r.Code != 200 || !strings.HasPrefix(r.Header().Get("content-type"), "text/javascript") {
-			t.Errorf("bundle: %d %v", r.Code, r.Header())
+		// Plain to a client that does not take gzip; gzip-encoded, the
+		// same script, to one that does.
+		plain := get(t, "/docs/assets/"+BundleName)
+		if plain.Code != 200 || !strings.HasPrefix(plain.Header().Get("content-type"), "text/javascript") ||
+			plain.Header().Get("content-encoding") != "" || plain.Header().Get("vary") != "Accept-Encoding" || plain.Body.Len() < 1<<20 {
+			t.Errorf("bundle: %d %v, %d bytes", plain.Code, plain.Header(), plain.Body.Len())
 		}
-		if bundle, _ := files.ReadFile("redoc/" + BundleName); bytes.Contains(bundle, []byte("cdn.redoc.ly/redoc/logo")) {
+		req := httptest.NewRequest(http.MethodGet, "http://api.test/docs/assets/"+BundleName, nil)
+		req.Header.Set("Accept-Encoding", "br, gzip;q=0.8")
+		zipped := httptest.NewRecorder()
+		ServeHTTP(zipped, req)
+		zr, err := gzip.NewReader(zipped.Body)
+		if err != nil || zipped.Header().Get("content-encoding") != "gzip" {
+			t.Fatalf("gzip bundle: %v %v", zipped.Header(), err)
+		}
+		if unzipped, err := io.ReadAll(zr); err != nil || !bytes.Equal(unzipped, plain.Body.Bytes()) {
+			t.Errorf("the gzipped bundle is not the plain one: %v", err)
+		}
+		if bundle := plain.Body.Bytes(); bytes.Contains(bundle, []byte("cdn.redoc.ly/redoc/logo")) {
 			t.Error("the bundle still loads Redocly's logo from its CDN")
 		}
 		if RedocVersion() == "" || !strings.Contains(a.Body.String(), "/docs/assets/docs.js") {
@@ -69,17 +86,18 @@ func TestPageAndFiles(t *testing.T) {
 // Without Redoc's bundle (a fresh clone, built without make), the page
 // says how to build it.
 func TestPageWithoutTheBundle(t *testing.T) {
-	var b bytes.Buffer
-	if err := page.Execute(&b, map[string]any{"Nonce": "n", "Built": false}); err != nil {
-		t.Fatal(err)
-	}
+	b := bytes.NewBuffer(renderPage("n", false))
 	for _, want := range []string{"scripts/docs-assets.sh", "make run, make build, make test", "/openapi.json"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the page without the bundle does not say %q", want)
 		}
 	}
-	if strings.Contains(b.String(), "docs.js") {
-		t.Error("the page loads its script without the bundle")
+	if strings.Contains(b.String(), "docs.js") || strings.Contains(b.String(), "<!--") || strings.Contains(b.String(), "{{") {
+		t.Error("the page without the bundle loads its script, or keeps a marker")
+	}
+	if built := string(renderPage("n", true)); !strings.Contains(built, `content="n"`) || strings.Contains(built, "missing") ||
+		strings.Contains(built, "<!--") || strings.Contains(built, "{{") {
+		t.Error("the page with the bundle keeps the other section or a marker")
 	}
 }
 

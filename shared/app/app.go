@@ -91,6 +91,10 @@ type Deps struct {
 	Scheduler monitors.Scheduler
 	// Jobs queues web jobs (async=1) for the worker; nil accepts none.
 	Jobs monitors.JobQueue
+	// Reference serves the API reference page (/docs and its files): set
+	// by the mains that serve it (the service function and the local
+	// server; WithReference), so no other function embeds its assets.
+	Reference pipeline.Reference
 	// emitter is Events when a Lambda function must flush it after each invocation.
 	emitter *usage.Emitter
 }
@@ -173,6 +177,7 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 		DataSchemas:   schemas.For,
 		Outcomes:      outcomes,
 		Canary:        canaryLog,
+		Reference:     deps.Reference,
 		Fills:         fills,
 		Limits:        limits,
 		FairUse:       fairUse,
@@ -281,13 +286,16 @@ func lambdaSources(ctx context.Context, logger *slog.Logger) (Deps, error) {
 }
 
 // StartLambda runs the family's function in the Lambda runtime.
-func StartLambda(family registry.Family) {
+func StartLambda(family registry.Family, options ...Option) {
 	logger := Logger()
 	ctx := context.Background()
 	deps, err := LambdaDeps(ctx, logger)
 	if err != nil {
 		logger.Error("cannot configure the function", "error", err.Error())
 		os.Exit(1)
+	}
+	for _, o := range options {
+		o(&deps)
 	}
 	var after func(gateway.EventHandler) gateway.EventHandler
 	if deps.emitter != nil {
@@ -298,6 +306,14 @@ func StartLambda(family registry.Family) {
 		h = after(h)
 	}
 	lambda.Start(gateway.FunctionURLAware(h))
+}
+
+// Option adds to a main's Deps what only that main serves.
+type Option func(*Deps)
+
+// WithReference serves the API reference page (apidocs) from this main.
+func WithReference(r pipeline.Reference) Option {
+	return func(d *Deps) { d.Reference = r }
 }
 
 // LocalHandler serves every family in one process, each request as its
@@ -418,7 +434,7 @@ func LocalRuns(ctx context.Context, logger *slog.Logger, deps *Deps) (*monitors.
 
 // RunLocal is the local server's main: MERIDIAN_ADDR or 127.0.0.1:8080,
 // the embedded store in MERIDIAN_DATA_DIR or .data, stopped by SIGINT or SIGTERM.
-func RunLocal() {
+func RunLocal(options ...Option) {
 	logger := Logger()
 	addr := strings.TrimSpace(os.Getenv(EnvAddr))
 	if addr == "" {
@@ -443,6 +459,9 @@ func RunLocal() {
 	}
 	defer stopReplay()
 	deps.Store, deps.Throttle, deps.Events = s, ThrottleFromEnv(), LocalEvents(ctx, s, logger)
+	for _, o := range options {
+		o(&deps)
+	}
 	scheduler, jobs, err := LocalRuns(ctx, logger, &deps)
 	if err != nil {
 		logger.Error("cannot start the monitors' scheduler", "error", err.Error())

@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/meridian-data/meridian/shared/apidocs"
 	"github.com/meridian-data/meridian/shared/assist"
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
@@ -101,6 +100,10 @@ type Config struct {
 	Contact *openapi.Contact
 	// Outcomes serves /v1/status (the worker writes it from usage events).
 	Outcomes store.Outcomes
+	// Reference serves the API reference page (/docs, its files); nil:
+	// this function does not serve it (shared/apidocs is linked only into
+	// the mains that do).
+	Reference Reference
 	// Fills are the cache's fill markers, which collapse identical
 	// requests across processes (nil: within this process only), with
 	// their lease and the waiters' poll (0: DefaultFillLease and
@@ -173,6 +176,13 @@ type Pipeline struct {
 	// the fill marker's lease and the poll of another process's fill.
 	flights             flights
 	fillLease, fillPoll time.Duration
+}
+
+// Reference is a page the pipeline serves before routing: the API
+// reference (shared/apidocs.Page).
+type Reference interface {
+	Serves(method, path string) bool
+	ServeHTTP(w http.ResponseWriter, r *http.Request)
 }
 
 // New builds a pipeline; built-in handlers (the API and platform indexes)
@@ -416,8 +426,8 @@ func (p *Pipeline) route(x *exchange) {
 		x.w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		x.w.WriteHeader(http.StatusOK)
 		_, _ = x.w.Write([]byte(assist.DocsHTML()))
-	case apidocs.Serves(x.r.Method, path):
-		apidocs.ServeHTTP(x.w, x.r)
+	case p.cfg.Reference != nil && p.cfg.Reference.Serves(x.r.Method, path):
+		p.cfg.Reference.ServeHTTP(x.w, x.r)
 	case (path == "/openapi.json" || path == "/openapi.yaml") && x.r.Method == http.MethodGet:
 		p.serveOpenAPI(x, strings.HasSuffix(path, ".yaml"))
 	case path == "/mcp":
