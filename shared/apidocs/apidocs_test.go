@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -111,8 +112,15 @@ func TestMakeTargetsFetchTheBundle(t *testing.T) {
 		t.Skip("no make")
 	}
 	for _, target := range []string{"run", "build", "check-build", "test"} {
-		cmd := exec.Command("make", "-n", target)
+		cmd := exec.Command("make", "--no-print-directory", "-n", target)
 		cmd.Dir = root
+		// Under make test this runs inside a make: its flags would make the
+		// child print "Entering directory" lines.
+		for _, kv := range os.Environ() {
+			if name, _, _ := strings.Cut(kv, "="); name != "MAKEFLAGS" && name != "MAKELEVEL" && name != "MFLAGS" {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
 		out, err := cmd.Output()
 		if err != nil {
 			t.Fatalf("make -n %s: %v", target, err)
