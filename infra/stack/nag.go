@@ -17,8 +17,8 @@ const (
 	// APIG4 on every route but /admin.
 	ReasonPublicRoutes = "Meridian's public routes authenticate in the application, not API Gateway: every " +
 		"function's pipeline checks the caller's API key (x-api-key, or Bearer where spec 5 allows it) and the " +
-		"console token before doing anything paid; /openapi.json, /openapi.yaml, /docs/errors, /v1 and $default " +
-		"(typed 404s) are public by design. Only the operator API (/admin) is IAM-authorized."
+		"console token before doing anything paid; /openapi.json, /openapi.yaml, /docs (the API reference page), /docs/errors, /v1 " +
+		"and $default (typed 404s) are public by design. Only the operator API (/admin) is IAM-authorized."
 	// SMG4 on the upstream secret.
 	ReasonSecretRotation = "The secret holds third-party credentials (API keys, an app password) that only their " +
 		"providers can issue, so no rotation Lambda can rotate them; operators rotate them at the provider and " +
