@@ -14,7 +14,6 @@ import (
 	"github.com/meridian-data/meridian/shared/app"
 	"github.com/meridian-data/meridian/shared/canary"
 	"github.com/meridian-data/meridian/shared/store"
-	"github.com/meridian-data/meridian/shared/store/dynamostore/dynamotest"
 	"github.com/meridian-data/meridian/shared/upstream/adapters"
 )
 
@@ -24,15 +23,10 @@ import (
 // or written to: the ledger holds the grant alone.
 func TestCanaryRunInTheDeployment(t *testing.T) {
 	base, _ := replayAndStore(t, quietLogger())
-	for name, open := range map[string]func(t *testing.T) store.Store{
-		"embedded": func(t *testing.T) store.Store { return newEmbedded(t) },
-		"dynamodb": func(t *testing.T) store.Store { return dynamotest.NewStore(t) },
-	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			testCanaryRun(t, open(t), base)
-		})
-	}
+	bothStores(t, func(t *testing.T, s store.Store) {
+		t.Parallel()
+		testCanaryRun(t, s, base)
+	})
 }
 
 func testCanaryRun(t *testing.T, s store.Store, base string) {

@@ -195,22 +195,16 @@ func searchPath(q string) string {
 // 300 ms costs one source request in one process, at most two across two
 // processes sharing the store; one caller pays, the rest are cache HITs.
 func TestBurstCostsOneSourceRequest(t *testing.T) {
-	for name, open := range map[string]func(t *testing.T) store.Store{
-		"embedded": func(t *testing.T) store.Store { return newEmbedded(t) },
-		"dynamodb": func(t *testing.T) store.Store { return dynamotest.NewStore(t) },
-	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			s := open(t)
-			src, base := newSlowSource(t, 300*time.Millisecond)
-			acct, keys := keysFor(t, s, 100)
-			api := collapsingProcess(t, s, base, 0)
-			oneFill(t, s, acct, burst(t, []string{api}, keys, 50, searchPath("BBC LIMITED"), nil))
-			if got := src.hits.Load(); got != 1 {
-				t.Errorf("%d source requests, want 1", got)
-			}
-		})
-	}
+	bothStores(t, func(t *testing.T, s store.Store) {
+		t.Parallel()
+		src, base := newSlowSource(t, 300*time.Millisecond)
+		acct, keys := keysFor(t, s, 100)
+		api := collapsingProcess(t, s, base, 0)
+		oneFill(t, s, acct, burst(t, []string{api}, keys, 50, searchPath("BBC LIMITED"), nil))
+		if got := src.hits.Load(); got != 1 {
+			t.Errorf("%d source requests, want 1", got)
+		}
+	})
 	t.Run("two processes", func(t *testing.T) {
 		t.Parallel()
 		s := dynamotest.NewStore(t)
@@ -244,31 +238,25 @@ func TestBurstCostsOneSourceRequest(t *testing.T) {
 // released) is taken over once its lease lapses: one source request, and
 // every caller gets its answer.
 func TestDeadFillerIsTakenOver(t *testing.T) {
-	for name, open := range map[string]func(t *testing.T) store.Store{
-		"embedded": func(t *testing.T) store.Store { return newEmbedded(t) },
-		"dynamodb": func(t *testing.T) store.Store { return dynamotest.NewStore(t) },
-	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			s := open(t)
-			src, base := newSlowSource(t, 100*time.Millisecond)
-			acct, keys := keysFor(t, s, 100)
-			const lease = 400 * time.Millisecond
-			api := collapsingProcess(t, s, base, lease)
-			key := cacheKeyOf(t, "company_registry/search", "query=DEAD+FILLER+LIMITED")
-			if ok, err := s.(store.Fills).ClaimFill(context.Background(), key, "a-process-that-died", time.Now(), lease); err != nil || !ok {
-				t.Fatalf("claim: %v %v", ok, err)
-			}
-			start := time.Now()
-			oneFill(t, s, acct, burst(t, []string{api}, keys, 20, searchPath("DEAD FILLER LIMITED"), nil))
-			if got := src.hits.Load(); got != 1 {
-				t.Errorf("%d source requests, want 1", got)
-			}
-			if took := time.Since(start); took < lease/2 {
-				t.Errorf("answered in %v: nobody waited for the dead filler's lease", took)
-			}
-		})
-	}
+	bothStores(t, func(t *testing.T, s store.Store) {
+		t.Parallel()
+		src, base := newSlowSource(t, 100*time.Millisecond)
+		acct, keys := keysFor(t, s, 100)
+		const lease = 400 * time.Millisecond
+		api := collapsingProcess(t, s, base, lease)
+		key := cacheKeyOf(t, "company_registry/search", "query=DEAD+FILLER+LIMITED")
+		if ok, err := s.(store.Fills).ClaimFill(context.Background(), key, "a-process-that-died", time.Now(), lease); err != nil || !ok {
+			t.Fatalf("claim: %v %v", ok, err)
+		}
+		start := time.Now()
+		oneFill(t, s, acct, burst(t, []string{api}, keys, 20, searchPath("DEAD FILLER LIMITED"), nil))
+		if got := src.hits.Load(); got != 1 {
+			t.Errorf("%d source requests, want 1", got)
+		}
+		if took := time.Since(start); took < lease/2 {
+			t.Errorf("answered in %v: nobody waited for the dead filler's lease", took)
+		}
+	})
 }
 
 // A failed fill is never shared: the caller whose fetch failed gets its
