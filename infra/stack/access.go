@@ -232,7 +232,7 @@ func QueueActions(name string) []string {
 
 // JobsQueueActions are the jobs queue's SQS actions of a function, sorted:
 // the job acceptors (JobAcceptors) send a message per accepted job
-// (SendMessage, monitors.JobQueue); the worker consumes the queue (its
+// (SendMessage, queue.JobQueue); the worker consumes the queue (its
 // event source mapping, one job per invocation); no other function has any.
 func JobsQueueActions(reg *registry.Registry, name string) []string {
 	if name == WorkerName {

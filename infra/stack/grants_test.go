@@ -335,17 +335,17 @@ func (s *recordingScheduler) Unschedule(context.Context, store.Monitor) error {
 // jobQueue keeps the web jobs it is sent, as the jobs queue would.
 type jobQueue struct {
 	mu   sync.Mutex
-	msgs []monitors.JobMessage
+	msgs []queue.JobMessage
 }
 
-func (q *jobQueue) EnqueueJob(_ context.Context, m monitors.JobMessage) error {
+func (q *jobQueue) EnqueueJob(_ context.Context, m queue.JobMessage) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.msgs = append(q.msgs, m)
 	return nil
 }
 
-func (q *jobQueue) taken() []monitors.JobMessage {
+func (q *jobQueue) taken() []queue.JobMessage {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return slices.Clone(q.msgs)

@@ -25,7 +25,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/meridian-data/meridian/shared/app"
-	"github.com/meridian-data/meridian/shared/monitors"
+	"github.com/meridian-data/meridian/shared/queue"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/store/dynamostore"
 )
@@ -216,7 +216,7 @@ func (m *Meridian) queues() {
 	m.out("QueueUrl", *m.Queue.QueueUrl(), "SQS queue of usage events and reconciliations (MERIDIAN_QUEUE_URL)")
 	m.out("DeadLetterQueueUrl", *m.DLQ.QueueUrl(), "Messages the worker could not apply after "+fmt.Sprint(MaxReceiveCount)+" receives")
 	m.JobsQueue, m.JobsDLQ = m.queuePair("Jobs", JobsMaxReceiveCount)
-	m.out("JobsQueueUrl", *m.JobsQueue.QueueUrl(), "SQS queue of web jobs accepted with async=1, run by the worker ("+monitors.EnvJobsQueueURL+")")
+	m.out("JobsQueueUrl", *m.JobsQueue.QueueUrl(), "SQS queue of web jobs accepted with async=1, run by the worker ("+queue.EnvJobsQueueURL+")")
 	m.out("JobsDeadLetterQueueUrl", *m.JobsDLQ.QueueUrl(), "Web jobs the worker could not run after "+fmt.Sprint(JobsMaxReceiveCount)+" receives")
 }
 
@@ -324,7 +324,7 @@ func (m *Meridian) function(name string) {
 		env[app.EnvQueueURL] = m.Queue.QueueUrl()
 	}
 	if slices.Contains(JobsQueueActions(m.reg, name), "sqs:SendMessage") { // the worker consumes only
-		env[monitors.EnvJobsQueueURL] = m.JobsQueue.QueueUrl()
+		env[queue.EnvJobsQueueURL] = m.JobsQueue.QueueUrl()
 	}
 	if m.Config.FairUse != "" {
 		env[app.EnvFairUse] = jsii.String(m.Config.FairUse)

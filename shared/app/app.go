@@ -31,6 +31,7 @@ import (
 	"github.com/meridian-data/meridian/shared/monitors/awsscheduler"
 	"github.com/meridian-data/meridian/shared/openapi"
 	"github.com/meridian-data/meridian/shared/pipeline"
+	"github.com/meridian-data/meridian/shared/queue"
 	"github.com/meridian-data/meridian/shared/queue/sqsqueue"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/schemas"
@@ -90,7 +91,7 @@ type Deps struct {
 	// AWS, in process locally); nil serves no /v1/monitors.
 	Scheduler monitors.Scheduler
 	// Jobs queues web jobs (async=1) for the worker; nil accepts none.
-	Jobs monitors.JobQueue
+	Jobs queue.JobQueue
 	// Reference serves the API reference page (/docs and its files): set
 	// by the mains that serve it (the service function and the local
 	// server; WithReference), so no other function embeds its assets.
@@ -416,8 +417,8 @@ Try:
 // in-process scheduler delivering the monitors' runs (those stored are
 // scheduled again from now) and an in-process jobs queue, both run by a
 // pipeline serving every family. It sets deps.Scheduler and deps.Jobs.
-func LocalRuns(ctx context.Context, logger *slog.Logger, deps *Deps) (*monitors.LocalScheduler, *monitors.LocalJobQueue, error) {
-	scheduler, jobs := monitors.NewLocalScheduler(logger), monitors.NewLocalJobQueue(logger)
+func LocalRuns(ctx context.Context, logger *slog.Logger, deps *Deps) (*monitors.LocalScheduler, *queue.LocalJobQueue, error) {
+	scheduler, jobs := monitors.NewLocalScheduler(logger), queue.NewLocalJobQueue(logger)
 	deps.Scheduler, deps.Jobs = scheduler, jobs
 	runner := pipeline.New(Config("", logger, *deps))
 	if ms, ok := deps.Store.(store.Monitors); ok {

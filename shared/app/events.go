@@ -15,6 +15,7 @@ import (
 	"github.com/meridian-data/meridian/shared/gateway"
 	"github.com/meridian-data/meridian/shared/monitors"
 	"github.com/meridian-data/meridian/shared/pipeline"
+	"github.com/meridian-data/meridian/shared/queue"
 	"github.com/meridian-data/meridian/shared/queue/sqsqueue"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/usage"
@@ -104,7 +105,7 @@ func afterInvocations(ctx context.Context, e *usage.Emitter, logger *slog.Logger
 // (*pipeline.Pipeline, serving every family).
 type Runs interface {
 	RunMonitor(ctx context.Context, rr monitors.RunRequest) error
-	RunJob(ctx context.Context, m monitors.JobMessage) error
+	RunJob(ctx context.Context, m queue.JobMessage) error
 }
 
 // WorkerHandler is the worker function: SQS batches of usage events and
@@ -182,7 +183,7 @@ func WorkerHandler(w *usage.Worker, runs Runs, flush ...func(context.Context)) f
 
 type queuedJob struct {
 	messageID string
-	msg       monitors.JobMessage
+	msg       queue.JobMessage
 }
 
 // splitJobs separates the jobs queue's messages (a JobMessage body) from
@@ -191,7 +192,7 @@ func splitJobs(ev events.SQSEvent) ([]queuedJob, events.SQSEvent) {
 	var jobs []queuedJob
 	rest := events.SQSEvent{}
 	for _, r := range ev.Records {
-		var m monitors.JobMessage
+		var m queue.JobMessage
 		if json.Unmarshal([]byte(r.Body), &m) == nil && m.JobID != "" && m.AccountID != "" {
 			jobs = append(jobs, queuedJob{messageID: r.MessageId, msg: m})
 			continue

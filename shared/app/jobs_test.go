@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/meridian-data/meridian/shared/app"
-	"github.com/meridian-data/meridian/shared/monitors"
 	"github.com/meridian-data/meridian/shared/pipeline"
+	"github.com/meridian-data/meridian/shared/queue"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/store/dynamostore/dynamotest"
 	"github.com/meridian-data/meridian/shared/store/storetest"
@@ -99,7 +99,7 @@ func sweepAt(t *testing.T, s store.Store, offset time.Duration) int {
 }
 
 // acceptOne asks for one job and returns its message.
-func acceptOne(t *testing.T, env *monitorEnv, jobs *capturedJobs, key string) monitors.JobMessage {
+func acceptOne(t *testing.T, env *monitorEnv, jobs *capturedJobs, key string) queue.JobMessage {
 	t.Helper()
 	if code, body := env.call("GET", jobTarget, key); code != 202 {
 		t.Fatalf("accepted: %d %v", code, body)

@@ -18,8 +18,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/meridian-data/meridian/shared/app"
-	"github.com/meridian-data/meridian/shared/monitors"
 	"github.com/meridian-data/meridian/shared/pipeline"
+	"github.com/meridian-data/meridian/shared/queue"
 	"github.com/meridian-data/meridian/shared/queue/sqsqueue"
 	"github.com/meridian-data/meridian/shared/queue/sqstest"
 	"github.com/meridian-data/meridian/shared/store"
@@ -64,10 +64,10 @@ func (r *recordingScheduler) get(id string) (store.Monitor, bool) {
 // capturedJobs is a jobs queue whose messages the test delivers itself.
 type capturedJobs struct {
 	mu   sync.Mutex
-	msgs []monitors.JobMessage
+	msgs []queue.JobMessage
 }
 
-func (c *capturedJobs) EnqueueJob(_ context.Context, m monitors.JobMessage) error {
+func (c *capturedJobs) EnqueueJob(_ context.Context, m queue.JobMessage) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.msgs = append(c.msgs, m)
@@ -87,7 +87,7 @@ type monitorEnv struct {
 	deps      app.Deps
 }
 
-func newMonitorEnv(t *testing.T, s store.Store, jobs monitors.JobQueue) *monitorEnv {
+func newMonitorEnv(t *testing.T, s store.Store, jobs queue.JobQueue) *monitorEnv {
 	t.Helper()
 	t.Setenv(app.EnvUpstreamFixtures, filepath.Join(repoRoot(t), "testdata", "upstream"))
 	base, stop, err := app.StartReplay(quietLogger())
@@ -425,7 +425,7 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-func testWebJob(t *testing.T, s store.Store, jobs monitors.JobQueue, work func(*monitorEnv)) {
+func testWebJob(t *testing.T, s store.Store, jobs queue.JobQueue, work func(*monitorEnv)) {
 	env := newMonitorEnv(t, s, jobs)
 	acct, key := newAccount(t, s, 100, nil)
 	_, stranger := newAccount(t, s, 100, nil)
@@ -462,7 +462,7 @@ func testWebJob(t *testing.T, s store.Store, jobs monitors.JobQueue, work func(*
 		t.Errorf("progress: %v", p)
 	}
 	// A duplicate delivery after the end changes nothing.
-	if err := env.runner.RunJob(context.Background(), monitors.JobMessage{AccountID: acct.ID, JobID: id}); err != nil {
+	if err := env.runner.RunJob(context.Background(), queue.JobMessage{AccountID: acct.ID, JobID: id}); err != nil {
 		t.Fatal(err)
 	}
 	if got := balance(t, s, acct.ID); got != 85 {

@@ -23,8 +23,6 @@ const (
 	EnvSchedulerRoleARN = "MERIDIAN_SCHEDULER_ROLE_ARN"
 	// EnvSchedulerTargetARN is the function each schedule invokes (the worker).
 	EnvSchedulerTargetARN = "MERIDIAN_SCHEDULER_TARGET_ARN"
-	// EnvJobsQueueURL is the SQS queue web jobs run from.
-	EnvJobsQueueURL = "MERIDIAN_JOBS_QUEUE_URL"
 )
 
 // Scheduler keeps one schedule per monitor.
@@ -55,14 +53,3 @@ type Invocation struct {
 // ScheduledTimePlaceholder is the EventBridge Scheduler context attribute
 // that the schedule's input carries as scheduled_at.
 const ScheduledTimePlaceholder = "<aws.scheduler.scheduled-time>"
-
-// JobMessage is a web job's message on the jobs queue.
-type JobMessage struct {
-	AccountID string `json:"account_id"`
-	JobID     string `json:"job_id"`
-}
-
-// JobQueue sends accepted web jobs to the worker.
-type JobQueue interface {
-	EnqueueJob(ctx context.Context, m JobMessage) error
-}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
-	"github.com/meridian-data/meridian/shared/monitors"
+	"github.com/meridian-data/meridian/shared/queue"
 	"github.com/meridian-data/meridian/shared/store"
 )
 
@@ -171,7 +171,7 @@ func (p *Pipeline) acceptJob(x *exchange, c *Call) {
 		if err := p.cfg.Jobs.CreateJob(ctx, job); err != nil {
 			return struct{}{}, err
 		}
-		if err := p.cfg.JobQueue.EnqueueJob(ctx, monitors.JobMessage{AccountID: job.AccountID, JobID: job.ID}); err != nil {
+		if err := p.cfg.JobQueue.EnqueueJob(ctx, queue.JobMessage{AccountID: job.AccountID, JobID: job.ID}); err != nil {
 			// Never run: end it failed, so a poll does not wait forever.
 			failure, _ := envelope.Marshal(envelope.NewFailure(envelope.Internal(), c.RequestID, x.docBase))
 			if _, ferr := p.cfg.Jobs.FinishJob(ctx, job.AccountID, job.ID, store.JobFailed, http.StatusInternalServerError, failure, now); ferr != nil {
@@ -208,7 +208,7 @@ func (p *Pipeline) acceptJob(x *exchange, c *Call) {
 // Before its call a started job holds its reservation (holdReservation):
 // one the sweep already refunded fails the job, refunded, and nothing
 // runs, so a job never delivers data that was not paid for.
-func (p *Pipeline) RunJob(ctx context.Context, msg monitors.JobMessage) error {
+func (p *Pipeline) RunJob(ctx context.Context, msg queue.JobMessage) error {
 	if p.cfg.Jobs == nil {
 		return errors.New("pipeline: web jobs are not configured")
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/meridian-data/meridian/shared/monitors"
 	"github.com/meridian-data/meridian/shared/openapi"
 	"github.com/meridian-data/meridian/shared/params"
+	"github.com/meridian-data/meridian/shared/queue"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/service"
 	"github.com/meridian-data/meridian/shared/store"
@@ -154,7 +155,7 @@ type Config struct {
 	// async=1 (202), RunJob runs what the queue delivers, and
 	// /v1/web/jobs/{id} answers their state.
 	Jobs     store.Jobs
-	JobQueue monitors.JobQueue
+	JobQueue queue.JobQueue
 	Now      func() time.Time
 }
 

@@ -1,6 +1,7 @@
-// Package queue carries Meridian's asynchronous work (usage events and
-// billing reconciliations) from the request path to the worker: SQS in AWS
-// (package sqsqueue), an in-process queue for the local server.
+// Package queue carries Meridian's asynchronous work (usage events,
+// billing reconciliations and accepted web jobs) from the request path to
+// the worker: SQS in AWS (package sqsqueue), in-process queues for the
+// local server.
 package queue
 
 import (

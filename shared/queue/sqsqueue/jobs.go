@@ -12,11 +12,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/meridian-data/meridian/shared/monitors"
+	"github.com/meridian-data/meridian/shared/queue"
 )
 
-// JobQueue is monitors.JobQueue on the SQS jobs queue: one message per
-// accepted web job, its body the JSON of the monitors.JobMessage, the job
+// JobQueue is queue.JobQueue on the SQS jobs queue: one message per
+// accepted web job, its body the JSON of the queue.JobMessage, the job
 // id also in the message attribute AttrID (as the usage queue's messages
 // carry theirs). The worker consumes the queue one message at a time.
 type JobQueue struct {
@@ -24,7 +24,7 @@ type JobQueue struct {
 	queueURL string
 }
 
-var _ monitors.JobQueue = (*JobQueue)(nil)
+var _ queue.JobQueue = (*JobQueue)(nil)
 
 // NewJobQueue returns a JobQueue that sends to queueURL with client.
 func NewJobQueue(client *sqs.Client, queueURL string) *JobQueue {
@@ -35,7 +35,7 @@ func NewJobQueue(client *sqs.Client, queueURL string) *JobQueue {
 // a client configured the standard AWS way (NewClientFromEnv), or nil and
 // no error when the variable is unset (the function then queues no jobs).
 func NewJobQueueFromEnv(ctx context.Context) (*JobQueue, error) {
-	url := strings.TrimSpace(os.Getenv(monitors.EnvJobsQueueURL))
+	url := strings.TrimSpace(os.Getenv(queue.EnvJobsQueueURL))
 	if url == "" {
 		return nil, nil
 	}
@@ -49,7 +49,7 @@ func NewJobQueueFromEnv(ctx context.Context) (*JobQueue, error) {
 // EnqueueJob sends m. An error means the job may not be queued; SQS may
 // still have taken a message whose call failed in transit, and the worker
 // starts a job once (store.Jobs.StartJob), so sending again is safe.
-func (q *JobQueue) EnqueueJob(ctx context.Context, m monitors.JobMessage) error {
+func (q *JobQueue) EnqueueJob(ctx context.Context, m queue.JobMessage) error {
 	if m.AccountID == "" || m.JobID == "" {
 		return errors.New("sqsqueue: a job message needs an account id and a job id")
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/meridian-data/meridian/shared/monitors"
+	"github.com/meridian-data/meridian/shared/queue"
 	"github.com/meridian-data/meridian/shared/queue/sqsqueue"
 	"github.com/meridian-data/meridian/shared/queue/sqstest"
 )
@@ -20,7 +20,7 @@ import (
 // jobsReceived decodes each delivery as the worker does.
 type jobsReceived struct {
 	mu   sync.Mutex
-	jobs []monitors.JobMessage
+	jobs []queue.JobMessage
 	ids  []string // the meridian-id attribute of each
 }
 
@@ -29,7 +29,7 @@ func (r *jobsReceived) handler(t *testing.T) sqstest.Handler {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		for _, rec := range ev.Records {
-			var m monitors.JobMessage
+			var m queue.JobMessage
 			dec := json.NewDecoder(strings.NewReader(rec.Body))
 			dec.DisallowUnknownFields()
 			if err := dec.Decode(&m); err != nil {
@@ -50,7 +50,7 @@ func TestEnqueueJob(t *testing.T) {
 	q := sqsqueue.NewJobQueue(client, url)
 	want := map[string]string{}
 	for i := range 3 {
-		m := monitors.JobMessage{AccountID: fmt.Sprintf("acct_%d", i), JobID: fmt.Sprintf("job_01jb%02d", i)}
+		m := queue.JobMessage{AccountID: fmt.Sprintf("acct_%d", i), JobID: fmt.Sprintf("job_01jb%02d", i)}
 		want[m.JobID] = m.AccountID
 		if err := q.EnqueueJob(ctxT(t), m); err != nil {
 			t.Fatal(err)
@@ -74,7 +74,7 @@ func TestEnqueueJob(t *testing.T) {
 func TestEnqueueJobRefusesAnIncompleteMessage(t *testing.T) {
 	t.Parallel()
 	q := sqsqueue.NewJobQueue(sqstest.NewClient("http://127.0.0.1:1"), "http://127.0.0.1:1/1/jobs")
-	for _, m := range []monitors.JobMessage{{}, {AccountID: "acct_1"}, {JobID: "job_1"}} {
+	for _, m := range []queue.JobMessage{{}, {AccountID: "acct_1"}, {JobID: "job_1"}} {
 		if err := q.EnqueueJob(context.Background(), m); err == nil {
 			t.Errorf("%+v sent", m)
 		}
@@ -82,12 +82,12 @@ func TestEnqueueJobRefusesAnIncompleteMessage(t *testing.T) {
 }
 
 func TestJobQueueFromEnv(t *testing.T) {
-	t.Setenv(monitors.EnvJobsQueueURL, "")
+	t.Setenv(queue.EnvJobsQueueURL, "")
 	if q, err := sqsqueue.NewJobQueueFromEnv(ctxT(t)); q != nil || err != nil {
 		t.Fatalf("unset: %v, %v; want nil, nil", q, err)
 	}
 	client, url, _ := sqstest.NewQueues(t, 3)
-	t.Setenv(monitors.EnvJobsQueueURL, url)
+	t.Setenv(queue.EnvJobsQueueURL, url)
 	t.Setenv("AWS_ENDPOINT_URL", sqstest.Endpoint(t))
 	t.Setenv("AWS_REGION", "us-east-1")
 	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDJOBSTEST")
@@ -99,12 +99,12 @@ func TestJobQueueFromEnv(t *testing.T) {
 	if err != nil || q == nil {
 		t.Fatalf("NewJobQueueFromEnv: %v", err)
 	}
-	if err := q.EnqueueJob(ctxT(t), monitors.JobMessage{AccountID: "acct_env", JobID: "job_env"}); err != nil {
+	if err := q.EnqueueJob(ctxT(t), queue.JobMessage{AccountID: "acct_env", JobID: "job_env"}); err != nil {
 		t.Fatal(err)
 	}
 	got := &jobsReceived{}
 	sqstest.Drain(t, client, url, got.handler(t))
-	if len(got.jobs) != 1 || got.jobs[0] != (monitors.JobMessage{AccountID: "acct_env", JobID: "job_env"}) {
+	if len(got.jobs) != 1 || got.jobs[0] != (queue.JobMessage{AccountID: "acct_env", JobID: "job_env"}) {
 		t.Errorf("received %+v", got.jobs)
 	}
 
@@ -113,12 +113,12 @@ func TestJobQueueFromEnv(t *testing.T) {
 	dead := httptest.NewServer(nil)
 	dead.Close()
 	t.Setenv("AWS_ENDPOINT_URL", dead.URL)
-	t.Setenv(monitors.EnvJobsQueueURL, dead.URL+"/1/jobs")
+	t.Setenv(queue.EnvJobsQueueURL, dead.URL+"/1/jobs")
 	q, err = sqsqueue.NewJobQueueFromEnv(ctxT(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = q.EnqueueJob(ctxT(t), monitors.JobMessage{AccountID: "acct_env", JobID: "job_lost"})
+	err = q.EnqueueJob(ctxT(t), queue.JobMessage{AccountID: "acct_env", JobID: "job_lost"})
 	if err == nil {
 		t.Fatal("no error from a closed endpoint")
 	}
