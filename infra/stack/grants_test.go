@@ -206,14 +206,14 @@ func (f *fixture) seed(t *testing.T) tenant {
 	ctx := context.Background()
 	var ten tenant
 	var err error
-	if ten.acct, ten.console, err = pipeline.CreateAccount(ctx, f.plain, 100_000, "req_setup"); err != nil {
+	if ten.acct, ten.console, err = auth.CreateAccount(ctx, f.plain, 100_000, "req_setup"); err != nil {
 		t.Fatal(err)
 	}
 	ten.key, ten.k = auth.NewKey(ten.acct.ID, "infra-test", nil)
 	if ten.k, err = f.plain.CreateFirstKey(ctx, ten.k); err != nil {
 		t.Fatal(err)
 	}
-	broke, _, err := pipeline.CreateAccount(ctx, f.plain, 0, "req_setup_broke")
+	broke, _, err := auth.CreateAccount(ctx, f.plain, 0, "req_setup_broke")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,7 +491,7 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 				Events:   emitter, AdminToken: adminToken,
 				Scheduler: sched, Jobs: jobs,
 			}
-			h := gateway.Local(reg.Routes(), map[registry.Family]http.Handler{family: pipeline.New(app.Config(family, logger, deps))}, logger, "")
+			h := gateway.Local(reg.Routes(), map[registry.Family]http.Handler{family: app.New(app.Config(family, logger, deps))}, logger, "")
 			c := caller{t: t, handler: h, flush: func() { _ = emitter.Flush(ctx) }}
 			apiKey := []string{"x-api-key", key}
 			requests := 0
@@ -795,14 +795,14 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 		sched, jobs := &recordingScheduler{}, &jobQueue{}
 		setup := app.Deps{Store: f.plain, Throttle: auth.NewThrottle(10_000), Upstream: app.NewUpstream(logger, noSecrets, replayURL),
 			AdminToken: adminToken, Scheduler: sched, Jobs: jobs}
-		api := pipeline.New(app.Config("", logger, setup))
+		api := app.New(app.Config("", logger, setup))
 		var m store.Monitor
 		for _, key := range monitorOperations {
 			e, ok := reg.Endpoint(key)
 			if !ok {
 				continue
 			}
-			made, refusal := api.CreateMonitor(ctx, acct.ID, k.ID, pipeline.MonitorSpec{Platform: e.Platform, Endpoint: e.ID,
+			made, refusal := api.Monitors.Create(ctx, acct.ID, k.ID, monitors.Spec{Platform: e.Platform, Endpoint: e.ID,
 				Params: monitorParams(e), IntervalMinutes: "5"})
 			if refusal == nil {
 				m = made
@@ -813,7 +813,7 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 		if m.ID == "" {
 			t.Fatal("no monitor created")
 		}
-		acceptor := gateway.Local(reg.Routes(), map[registry.Family]http.Handler{registry.Web: pipeline.New(app.Config(registry.Web, logger, setup))}, logger, "")
+		acceptor := gateway.Local(reg.Routes(), map[registry.Family]http.Handler{registry.Web: app.New(app.Config(registry.Web, logger, setup))}, logger, "")
 		c := caller{t: t, handler: acceptor, flush: func() {}}
 		if code, body := c.do(http.MethodGet, asyncTarget(t, reg, "web/social-profiles"), nil, "x-api-key", ten.key); code != http.StatusAccepted {
 			t.Fatalf("web job not accepted: %d %s", code, body)
@@ -825,7 +825,7 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 
 		workerSched := &recordingScheduler{}
 		emitter := &usage.Emitter{Queue: usage.Direct{Worker: w}, Outbox: st, Logger: logger}
-		runs := pipeline.New(app.Config("", logger, app.Deps{Store: st, Throttle: auth.NewThrottle(10_000),
+		runs := app.New(app.Config("", logger, app.Deps{Store: st, Throttle: auth.NewThrottle(10_000),
 			Upstream: app.NewUpstream(logger, noSecrets, replayURL), Events: emitter, Scheduler: workerSched}))
 		at := time.Now().UTC().Truncate(time.Second)
 		for i := range 2 { // the second run compares with the first

@@ -34,7 +34,6 @@ import (
 	"github.com/meridian-data/meridian/shared/app"
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
-	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/store/embedded"
 	"github.com/meridian-data/meridian/shared/upstream/replay"
 )
@@ -432,7 +431,7 @@ func serveLocal(args []string) error {
 	defer s.Close()
 	var keys []string
 	for len(keys) < *nkeys {
-		acct, _, err := pipeline.CreateAccount(ctx, s, 1_000_000_000, envelope.NewRequestID())
+		acct, _, err := auth.CreateAccount(ctx, s, 1_000_000_000, envelope.NewRequestID())
 		if err != nil {
 			return err
 		}

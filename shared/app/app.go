@@ -25,6 +25,7 @@ import (
 	"github.com/meridian-data/meridian/shared/assist"
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/composite"
+	"github.com/meridian-data/meridian/shared/console"
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/gateway"
 	"github.com/meridian-data/meridian/shared/monitors"
@@ -40,6 +41,7 @@ import (
 	"github.com/meridian-data/meridian/shared/store/embedded"
 	"github.com/meridian-data/meridian/shared/upstream"
 	"github.com/meridian-data/meridian/shared/usage"
+	"github.com/meridian-data/meridian/shared/webjobs"
 )
 
 // Environment variables read here (README, "Configuration").
@@ -143,8 +145,76 @@ func modelFairUse(logger *slog.Logger) int64 {
 	return n
 }
 
-// Config is the pipeline configuration for one family ("" for all).
-func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Config {
+// Settings are what a process's API is built from (New): the pipeline's
+// configuration and what the features built on it keep.
+type Settings struct {
+	pipeline.Config
+	// Monitors keeps monitors and their runs; with a Scheduler (one
+	// schedule per monitor), /v1/monitors is served and RunMonitor runs
+	// what the schedules deliver. MonitorPauseAfter is how many runs in a
+	// row may fail before a monitor pauses itself (0: the default, 5).
+	Monitors          store.Monitors
+	Scheduler         monitors.Scheduler
+	MonitorPauseAfter int
+	// AdminToken enables the operator API (/admin) when set.
+	AdminToken string
+}
+
+// API is one process's API for a family ("" for all): the request
+// pipeline, and the features built on it, each reaching the request path
+// only through the pipeline's Runner (pipeline.Run): monitors, web jobs'
+// worker and the console with the operator API.
+type API struct {
+	*pipeline.Pipeline
+	// Monitors is nil when the store keeps no monitors; Jobs when it keeps
+	// no web jobs.
+	Monitors *monitors.Service
+	Jobs     *webjobs.Worker
+	Console  *console.Console
+}
+
+// New builds the API of s.
+func New(s Settings) *API {
+	cfg := s.Config
+	a := &API{}
+	if s.Monitors != nil {
+		a.Monitors = monitors.New(monitors.Config{
+			Registry: cfg.Registry, Monitors: s.Monitors, Keys: cfg.Store, Scheduler: s.Scheduler, PauseAfter: s.MonitorPauseAfter,
+			Logger: cfg.Logger, Now: cfg.Now,
+		})
+		cfg.Features = append(cfg.Features, a.Monitors)
+	}
+	if cfg.Jobs != nil {
+		a.Jobs = webjobs.New(webjobs.Config{Jobs: cfg.Jobs, Store: cfg.Store, Logger: cfg.Logger, Now: cfg.Now})
+		cfg.Features = append(cfg.Features, a.Jobs)
+	}
+	a.Console = console.New(console.Config{
+		Registry: cfg.Registry, Store: cfg.Store, Outcomes: cfg.Outcomes, Canary: cfg.Canary, Monitors: a.Monitors,
+		Throttle: cfg.Throttle, AdminToken: s.AdminToken, Logger: cfg.Logger, Now: cfg.Now,
+	})
+	cfg.Surfaces = append(cfg.Surfaces, a.Console)
+	a.Pipeline = pipeline.New(cfg)
+	return a
+}
+
+// RunMonitor makes a monitor's run that its schedule delivered.
+func (a *API) RunMonitor(ctx context.Context, rr monitors.RunRequest) error {
+	if a.Monitors == nil {
+		return errors.New("app: monitors are not configured")
+	}
+	return a.Monitors.Run(ctx, rr)
+}
+
+// RunJob runs a web job the jobs queue delivered.
+func (a *API) RunJob(ctx context.Context, m queue.JobMessage) error {
+	if a.Jobs == nil {
+		return errors.New("app: web jobs are not configured")
+	}
+	return a.Jobs.Run(ctx, m)
+}
+
+// Config is the API's settings for one family ("" for all).
+func Config(family registry.Family, logger *slog.Logger, deps Deps) Settings {
 	// Both stores also hold the response cache and idempotency records.
 	cache, _ := deps.Store.(store.Cache)
 	idem, _ := deps.Store.(store.Idempotency)
@@ -170,7 +240,7 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 			runner = runner.WithMemory(store.Memo{Cache: cache})
 		}
 	}
-	return pipeline.Config{
+	return Settings{Config: pipeline.Config{
 		Upstream:      runner,
 		Composites:    composite.All(deps.Pages),
 		URLPolicy:     urlPolicy,
@@ -191,14 +261,15 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) pipeline.Con
 		Family:        family,
 		Store:         deps.Store,
 		Throttle:      deps.Throttle,
-		AdminToken:    cmp.Or(deps.AdminToken, os.Getenv(EnvAdminToken)),
 		ErrorsURL:     os.Getenv(EnvErrorsURL),
 		Contact:       contact(),
 		Logger:        logger,
-		Monitors:      monitorStore,
-		Scheduler:     deps.Scheduler,
 		Jobs:          jobs,
 		JobQueue:      deps.Jobs,
+	},
+		Monitors:   monitorStore,
+		Scheduler:  deps.Scheduler,
+		AdminToken: cmp.Or(deps.AdminToken, os.Getenv(EnvAdminToken)),
 	}
 }
 
@@ -215,7 +286,7 @@ func contact() *openapi.Contact {
 // Function is the Lambda handler of one family.
 func Function(family registry.Family, logger *slog.Logger, deps Deps) gateway.EventHandler {
 	cfg := Config(family, logger, deps)
-	return gateway.Lambda(pipeline.New(cfg), logger, cfg.ErrorsURL)
+	return gateway.Lambda(New(cfg), logger, cfg.ErrorsURL)
 }
 
 // StoreFromEnv is the DynamoDB store named by MERIDIAN_TABLE, with the
@@ -322,7 +393,7 @@ func WithReference(r pipeline.Reference) Option {
 func LocalHandler(logger *slog.Logger, deps Deps) http.Handler {
 	handlers := map[registry.Family]http.Handler{}
 	for _, f := range registry.Families {
-		handlers[f] = pipeline.New(Config(f, logger, deps))
+		handlers[f] = New(Config(f, logger, deps))
 	}
 	return gateway.Local(registry.Default().Routes(), handlers, logger, os.Getenv(EnvErrorsURL))
 }
@@ -387,7 +458,7 @@ func OpenLocalStore(ctx context.Context, dir, addr string, banner io.Writer) (*e
 	if _, err := os.Stat(marker); err == nil {
 		return s, nil
 	}
-	acct, token, err := pipeline.CreateAccount(ctx, s, DevCredits, envelope.NewRequestID())
+	acct, token, err := auth.CreateAccount(ctx, s, DevCredits, envelope.NewRequestID())
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -420,7 +491,7 @@ Try:
 func LocalRuns(ctx context.Context, logger *slog.Logger, deps *Deps) (*monitors.LocalScheduler, *queue.LocalJobQueue, error) {
 	scheduler, jobs := monitors.NewLocalScheduler(logger), queue.NewLocalJobQueue(logger)
 	deps.Scheduler, deps.Jobs = scheduler, jobs
-	runner := pipeline.New(Config("", logger, *deps))
+	runner := New(Config("", logger, *deps))
 	if ms, ok := deps.Store.(store.Monitors); ok {
 		all, err := ms.AllMonitors(ctx)
 		if err != nil {

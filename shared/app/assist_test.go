@@ -97,9 +97,9 @@ func newAssistRig(t *testing.T, s store.Store, modelVars map[string]string, tune
 	cfg.Now = rig.clock
 	cfg.Assist.Now = rig.clock
 	if tune != nil {
-		tune(&cfg)
+		tune(&cfg.Config)
 	}
-	rig.h = pipeline.New(cfg)
+	rig.h = app.New(cfg)
 	return rig
 }
 

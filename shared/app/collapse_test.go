@@ -72,7 +72,7 @@ func collapsingProcess(t testing.TB, s store.Store, base string, lease time.Dura
 	for _, f := range registry.Families {
 		cfg := app.Config(f, logger, deps)
 		cfg.FillLease = lease
-		handlers[f] = pipeline.New(cfg)
+		handlers[f] = app.New(cfg)
 	}
 	api := httptest.NewServer(gateway.Local(registry.Default().Routes(), handlers, logger, ""))
 	t.Cleanup(api.Close)

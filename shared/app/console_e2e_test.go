@@ -20,10 +20,10 @@ import (
 	"time"
 
 	"github.com/meridian-data/meridian/shared/app"
+	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/canary"
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/monitors"
-	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/store/embedded"
 	"github.com/meridian-data/meridian/shared/upstream/replay"
@@ -266,7 +266,7 @@ func TestConsoleMonitorsInChromium(t *testing.T) {
 		scheduler.Wait()
 		jobs.Wait()
 	})
-	acct, token, err := pipeline.CreateAccount(ctx, s, 100, envelope.NewRequestID())
+	acct, token, err := auth.CreateAccount(ctx, s, 100, envelope.NewRequestID())
 	if err != nil {
 		t.Fatal(err)
 	}

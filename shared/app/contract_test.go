@@ -141,8 +141,8 @@ func newContractEnv(t *testing.T, o contractOptions) *contractEnv {
 		handlers := map[registry.Family]http.Handler{}
 		for _, f := range registry.Families {
 			cfg := app.Config(f, logger, deps)
-			o.mutate(&cfg)
-			handlers[f] = pipeline.New(cfg)
+			o.mutate(&cfg.Config)
+			handlers[f] = app.New(cfg)
 		}
 		env.h = gateway.Local(registry.Default().Routes(), handlers, logger, os.Getenv(app.EnvErrorsURL))
 	}

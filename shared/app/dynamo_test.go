@@ -14,7 +14,6 @@ import (
 
 	"github.com/meridian-data/meridian/shared/app"
 	"github.com/meridian-data/meridian/shared/auth"
-	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/store/dynamostore"
 	"github.com/meridian-data/meridian/shared/store/dynamostore/dynamolocal"
@@ -47,7 +46,7 @@ func TestLambdaOnDynamoDB(t *testing.T) {
 	if err != nil || deps.Store == nil {
 		t.Fatalf("deps: %+v %v", deps, err)
 	}
-	acct, _, err := pipeline.CreateAccount(ctx, deps.Store, 42, "req_test_open")
+	acct, _, err := auth.CreateAccount(ctx, deps.Store, 42, "req_test_open")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/meridian-data/meridian/shared/gateway"
 	"github.com/meridian-data/meridian/shared/monitors"
-	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/queue"
 	"github.com/meridian-data/meridian/shared/queue/sqsqueue"
 	"github.com/meridian-data/meridian/shared/store"
@@ -102,7 +101,7 @@ func afterInvocations(ctx context.Context, e *usage.Emitter, logger *slog.Logger
 
 // Runs are what the worker runs besides usage events: the monitors' runs
 // their schedules deliver and the web jobs the jobs queue carries
-// (*pipeline.Pipeline, serving every family).
+// (*API, serving every family).
 type Runs interface {
 	RunMonitor(ctx context.Context, rr monitors.RunRequest) error
 	RunJob(ctx context.Context, m queue.JobMessage) error
@@ -222,7 +221,7 @@ func StartWorker() {
 	w := &usage.Worker{Store: s, Outcomes: outcomes, Outbox: outbox, Logger: logger}
 	emitter := &usage.Emitter{Queue: usage.Direct{Worker: w}, Outbox: outbox, Logger: logger}
 	deps.Events = emitter
-	runner := pipeline.New(Config("", logger, deps))
+	runner := New(Config("", logger, deps))
 	lambda.Start(WorkerHandler(w, runner, func(ctx context.Context) {
 		if err := emitter.Flush(ctx); err != nil {
 			logger.Warn("usage flush incomplete", "error", err.Error())

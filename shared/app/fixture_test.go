@@ -9,7 +9,6 @@ import (
 	"github.com/meridian-data/meridian/shared/app"
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
-	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/store/embedded"
 	"github.com/meridian-data/meridian/shared/usage"
@@ -38,7 +37,7 @@ func replayAndStore(t *testing.T, logger *slog.Logger) (string, *embedded.Store)
 // creditLimit when not nil) and returns both.
 func newAccount(t testing.TB, s store.Store, credits int64, creditLimit *int64) (store.Account, string) {
 	t.Helper()
-	acct, _, err := pipeline.CreateAccount(context.Background(), s, credits, envelope.NewRequestID())
+	acct, _, err := auth.CreateAccount(context.Background(), s, credits, envelope.NewRequestID())
 	if err != nil {
 		t.Fatal(err)
 	}

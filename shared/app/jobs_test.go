@@ -16,6 +16,7 @@ import (
 	"github.com/meridian-data/meridian/shared/store/dynamostore/dynamotest"
 	"github.com/meridian-data/meridian/shared/store/storetest"
 	"github.com/meridian-data/meridian/shared/usage"
+	"github.com/meridian-data/meridian/shared/webjobs"
 )
 
 // Issue 40, item 3: a web job whose reservation the expired-lease sweep
@@ -81,10 +82,10 @@ func (h *jobHooks) ReleaseJobSlot(ctx context.Context, a, id string) error {
 }
 
 // workerAt is the worker's pipeline with its clock offset from now.
-func workerAt(env *monitorEnv, offset time.Duration) *pipeline.Pipeline {
+func workerAt(env *monitorEnv, offset time.Duration) *app.API {
 	cfg := app.Config("", quietLogger(), env.deps)
 	cfg.Now = func() time.Time { return time.Now().Add(offset) }
-	return pipeline.New(cfg)
+	return app.New(cfg)
 }
 
 // sweepAt runs the expired-lease sweep with its clock offset from now and
@@ -140,7 +141,7 @@ func failedUnpaid(t *testing.T, s store.Store, env *monitorEnv, acct store.Accou
 	e, _ := result["error"].(map[string]any)
 	d, _ := e["details"].(map[string]any)
 	if j["state"] != "failed" || j["status"] != float64(500) || result["success"] != false || result["data"] != nil ||
-		result["credits_used"] != float64(0) || e["type"] != "INTERNAL_ERROR" || d["reason"] != pipeline.JobReservationExpiredReason {
+		result["credits_used"] != float64(0) || e["type"] != "INTERNAL_ERROR" || d["reason"] != webjobs.ReservationExpiredReason {
 		t.Errorf("failed, unpaid, saying why: %v", j)
 	}
 	if got := balance(t, s, acct.ID); got != 100 {

@@ -14,7 +14,6 @@ import (
 	"github.com/meridian-data/meridian/shared/app"
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
-	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/store/embedded"
 	"github.com/meridian-data/meridian/shared/upstream/replay"
 )
@@ -46,7 +45,7 @@ func BenchmarkLocalHandler(b *testing.B) {
 	defer s.Close()
 	var keys []string
 	for len(keys) < 2000 {
-		acct, _, err := pipeline.CreateAccount(ctx, s, 1_000_000_000, envelope.NewRequestID())
+		acct, _, err := auth.CreateAccount(ctx, s, 1_000_000_000, envelope.NewRequestID())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/meridian-data/meridian/shared/app"
-	"github.com/meridian-data/meridian/shared/pipeline"
+	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/queue"
 	"github.com/meridian-data/meridian/shared/queue/sqsqueue"
 	"github.com/meridian-data/meridian/shared/queue/sqstest"
@@ -27,6 +27,7 @@ import (
 	"github.com/meridian-data/meridian/shared/store/embedded"
 	"github.com/meridian-data/meridian/shared/store/storetest"
 	"github.com/meridian-data/meridian/shared/usage"
+	"github.com/meridian-data/meridian/shared/webjobs"
 )
 
 // recordingScheduler stands in for EventBridge Scheduler: it keeps what
@@ -82,7 +83,7 @@ type monitorEnv struct {
 	s         store.Store
 	api       http.Handler
 	worker    func(context.Context, json.RawMessage) (any, error)
-	runner    *pipeline.Pipeline
+	runner    *app.API
 	scheduler *recordingScheduler
 	deps      app.Deps
 }
@@ -106,7 +107,7 @@ func newMonitorEnv(t *testing.T, s store.Store, jobs queue.JobQueue) *monitorEnv
 	if outbox != nil {
 		deps.Events = &usage.Emitter{Queue: usage.Direct{Worker: w}, Outbox: outbox}
 	}
-	runner := pipeline.New(app.Config("", quietLogger(), deps))
+	runner := app.New(app.Config("", quietLogger(), deps))
 	return &monitorEnv{t: t, s: s, api: app.LocalHandler(quietLogger(), deps), worker: app.WorkerHandler(w, runner),
 		runner: runner, scheduler: sched, deps: deps}
 }
@@ -531,13 +532,13 @@ func TestWebJobSurvivesAWorkerCrash(t *testing.T) {
 				t.Fatal("the crashed delivery reports failure, so SQS delivers again")
 			}
 			crashy.armed.Store(false)
-			if err := env.runner.RunJob(context.Background(), msg); !errors.Is(err, pipeline.ErrJobBusy) {
+			if err := env.runner.RunJob(context.Background(), msg); !errors.Is(err, webjobs.ErrBusy) {
 				t.Fatalf("within the lease the job is the first worker's: %v", err)
 			}
 			// After the lease: a worker whose clock is past it takes over.
 			cfg := app.Config("", quietLogger(), env.deps)
 			cfg.Now = func() time.Time { return time.Now().Add(10 * time.Minute) }
-			later := pipeline.New(cfg)
+			later := app.New(cfg)
 			if err := later.RunJob(context.Background(), msg); err != nil {
 				t.Fatal(err)
 			}
@@ -565,7 +566,7 @@ func TestWebJobFailureIsRefunded(t *testing.T) {
 	}
 	cfg := app.Config("", quietLogger(), env.deps)
 	cfg.Upstream, cfg.Composites = nil, nil // a worker that serves nothing
-	if err := pipeline.New(cfg).RunJob(context.Background(), jobs.msgs[0]); err != nil {
+	if err := app.New(cfg).RunJob(context.Background(), jobs.msgs[0]); err != nil {
 		t.Fatal(err)
 	}
 	_, body := env.call("GET", "/v1/web/jobs/"+jobs.msgs[0].JobID, key)
@@ -585,7 +586,7 @@ func TestWebJobFailureIsRefunded(t *testing.T) {
 func TestConsoleMonitors(t *testing.T) {
 	s := newEmbedded(t)
 	env := newMonitorEnv(t, s, nil)
-	acct, token, err := pipeline.CreateAccount(context.Background(), s, 20, "req_console_monitors")
+	acct, token, err := auth.CreateAccount(context.Background(), s, 20, "req_console_monitors")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/meridian-data/meridian/shared/app"
-	"github.com/meridian-data/meridian/shared/pipeline"
 )
 
 // The OpenAPI document as a deployment serves it, JSON and YAML, passes
@@ -25,7 +24,7 @@ func TestOpenAPIPassesRedoclyAndSpectral(t *testing.T) {
 		}
 		t.Skipf("cannot install Redocly CLI and Spectral (set CI=true to fail instead): %v", err)
 	}
-	srv := httptest.NewServer(pipeline.New(app.Config("", quietLogger(), app.Deps{})))
+	srv := httptest.NewServer(app.New(app.Config("", quietLogger(), app.Deps{})))
 	t.Cleanup(srv.Close)
 	for _, name := range []string{"openapi.json", "openapi.yaml"} {
 		t.Run(name, func(t *testing.T) {

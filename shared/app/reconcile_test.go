@@ -46,7 +46,7 @@ func (brokenRefunds) Refund(context.Context, string, string) (int64, error) {
 // account opens an account with credits and n keys on s.
 func account(t *testing.T, s store.Store, credits int64, n int) (store.Account, []string) {
 	t.Helper()
-	acct, _, err := pipeline.CreateAccount(context.Background(), s, credits, "req_opening_"+fmt.Sprint(time.Now().UnixNano()))
+	acct, _, err := auth.CreateAccount(context.Background(), s, credits, "req_opening_"+fmt.Sprint(time.Now().UnixNano()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func TestUsageEventsSurviveAnSQSOutage(t *testing.T) {
 
 	runner := app.NewUpstream(quietLogger(), func(string) (string, bool) { return "", false }, "")
 	cfg := app.Config("", quietLogger(), app.Deps{Store: s, Upstream: runner, Events: emitter})
-	api := pipeline.New(cfg)
+	api := app.New(cfg)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	flushed := make(chan struct{})

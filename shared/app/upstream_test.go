@@ -19,7 +19,6 @@ import (
 
 	"github.com/meridian-data/meridian/shared/app"
 	"github.com/meridian-data/meridian/shared/auth"
-	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/schemas"
 	"github.com/meridian-data/meridian/shared/store/embedded"
@@ -180,7 +179,7 @@ func TestLocalEventsFeedStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	acct, _, err := pipeline.CreateAccount(context.Background(), s, 10, "req_local_events")
+	acct, _, err := auth.CreateAccount(context.Background(), s, 10, "req_local_events")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,3 +79,15 @@ func EnterHash(ctx context.Context, g store.Gate, hash, requestID string, now ti
 	}
 	return Principal{AccountID: k.AccountID, KeyID: k.ID, KeyPrefix: k.Prefix, KeyHash: hash}, a, nil
 }
+
+// ConsoleTokenPrefix starts every console token.
+const ConsoleTokenPrefix = "mc_"
+
+// CreateAccount opens an account and mints its console token, returned
+// once; only its hash is stored. The opening credits are a grant entry
+// naming requestID, written with the account.
+func CreateAccount(ctx context.Context, s store.Store, credits int64, requestID string) (store.Account, string, error) {
+	token := NewSecret(ConsoleTokenPrefix)
+	acct, err := s.CreateAccount(ctx, credits, Hash(token), requestID)
+	return acct, token, err
+}

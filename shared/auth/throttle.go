@@ -1,6 +1,9 @@
 package auth
 
 import (
+	"net"
+	"net/http"
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -77,4 +80,20 @@ func (t *Throttle) sweep(now time.Time) {
 			delete(t.clients, c)
 		}
 	}
+}
+
+// ClientOf identifies the caller for invalid-key throttling: the source IP
+// (API Gateway's requestContext.http.sourceIp becomes RemoteAddr), or its
+// /64 for IPv6, since one host holds a whole /64 to rotate through.
+func ClientOf(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil || addr.Is4() || addr.Is4In6() {
+		return host
+	}
+	prefix, _ := addr.Prefix(64)
+	return prefix.String()
 }

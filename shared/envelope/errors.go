@@ -121,3 +121,9 @@ func plainHost(h string) bool {
 	}
 	return true
 }
+
+// FieldError is the 422 INVALID_PARAMETERS about one field: details.field
+// names it and details.reason says what is wrong.
+func FieldError(field, reason, message string) *Error {
+	return New(InvalidParameters, http.StatusUnprocessableEntity, message, map[string]any{"field": field, "reason": reason})
+}

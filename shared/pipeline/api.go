@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
-	"net"
 	"net/http"
-	"net/netip"
 	"strconv"
 	"time"
 
@@ -100,29 +98,29 @@ func (p *Pipeline) serveAPI(x *exchange, v1Path string, sandbox bool) {
 // has a gate (x.entered).
 func (p *Pipeline) authenticate(x *exchange, query params.Query, bearerAllowed, metered bool) (auth.Principal, *envelope.Error) {
 	if _, inQuery := query[auth.QueryKeyParam]; inQuery {
-		return auth.Principal{}, unauthorized("query_string_key_rejected",
+		return auth.Principal{}, Unauthorized("query_string_key_rejected",
 			"API keys are not accepted in the query string; send the x-api-key header. Treat the exposed key as compromised and rotate it.")
 	}
 	if x.runAs != "" {
 		return p.authenticateHash(x, x.runAs, metered)
 	}
 	presented := auth.FromRequest(x.r, bearerAllowed)
-	client := clientOf(x.r)
+	client := auth.ClientOf(x.r)
 	if presented.Key != "" && p.cfg.Throttle != nil {
 		if wait, blocked := p.cfg.Throttle.Blocked(client); blocked {
-			return auth.Principal{}, rateLimited("invalid_key_attempts", wait,
+			return auth.Principal{}, RateLimited("invalid_key_attempts", wait,
 				"Too many requests with invalid API keys from this client.")
 		}
 	}
 	switch {
 	case presented.BearerRefused:
-		return auth.Principal{}, unauthorized("missing_api_key",
+		return auth.Principal{}, Unauthorized("missing_api_key",
 			"Authorization: Bearer is accepted only on GET requests under /v1 and /sandbox and on /mcp; send the x-api-key header.")
 	case presented.Key == "":
-		return auth.Principal{}, unauthorized("missing_api_key", "Send your API key in the x-api-key header.")
+		return auth.Principal{}, Unauthorized("missing_api_key", "Send your API key in the x-api-key header.")
 	case !auth.WellFormed(presented.Key):
 		p.invalidKey(client)
-		return auth.Principal{}, unauthorized("invalid_api_key", "The API key is not valid.")
+		return auth.Principal{}, Unauthorized("invalid_api_key", "The API key is not valid.")
 	}
 	var principal auth.Principal
 	var err error
@@ -164,7 +162,7 @@ func (p *Pipeline) authenticateHash(x *exchange, hash string, metered bool) (aut
 // authenticated maps a key lookup's outcome to the principal or its refusal.
 func (p *Pipeline) authenticated(x *exchange, principal auth.Principal, err error) (auth.Principal, *envelope.Error) {
 	if errors.Is(err, auth.ErrUnknownKey) {
-		return auth.Principal{}, unauthorized("invalid_api_key", "The API key is not valid.")
+		return auth.Principal{}, Unauthorized("invalid_api_key", "The API key is not valid.")
 	}
 	if err != nil {
 		p.cfg.Logger.Error("key lookup failed", "request_id", x.requestID, "error", auth.Redact(err.Error()))
@@ -179,23 +177,9 @@ func (p *Pipeline) invalidKey(client string) {
 	}
 }
 
-// clientOf identifies the caller for invalid-key throttling: the source IP
-// (API Gateway's requestContext.http.sourceIp becomes RemoteAddr), or its
-// /64 for IPv6, since one host holds a whole /64 to rotate through.
-func clientOf(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	addr, err := netip.ParseAddr(host)
-	if err != nil || addr.Is4() || addr.Is4In6() {
-		return host
-	}
-	prefix, _ := addr.Prefix(64)
-	return prefix.String()
-}
-
-func rateLimited(reason string, wait time.Duration, message string) *envelope.Error {
+// RateLimited is the 429 RATE_LIMITED with details.reason, the wait in
+// details.retry_after_seconds and a retry-after header.
+func RateLimited(reason string, wait time.Duration, message string) *envelope.Error {
 	seconds := int64(math.Ceil(wait.Seconds()))
 	if seconds < 1 {
 		seconds = 1
@@ -205,7 +189,8 @@ func rateLimited(reason string, wait time.Duration, message string) *envelope.Er
 	return e.WithHeader("retry-after", strconv.FormatInt(seconds, 10))
 }
 
-func unauthorized(reason, message string) *envelope.Error {
+// Unauthorized is the 401 UNAUTHORIZED with details.reason.
+func Unauthorized(reason, message string) *envelope.Error {
 	return envelope.New(envelope.Unauthorized, http.StatusUnauthorized, message, map[string]any{"reason": reason})
 }
 

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/params"
 )
 
 // Batch limits (spec 4.3, 8).
@@ -99,7 +100,7 @@ func readBatch(r *http.Request) ([]batchItem, *envelope.Error) {
 			return nil, e
 		}
 		for name, v := range items[i].Params {
-			if _, ok := scalar(v); !ok {
+			if _, ok := params.Scalar(v); !ok {
 				e := malformedBatch("requests[" + strconv.Itoa(i) + "].params." + name + " must be a string, number or boolean.")
 				e.Details["index"] = i
 				return nil, e
@@ -111,23 +112,6 @@ func readBatch(r *http.Request) ([]batchItem, *envelope.Error) {
 
 func malformedBatch(message string) *envelope.Error {
 	return envelope.New(envelope.InvalidParameters, http.StatusBadRequest, message, map[string]any{"reason": "malformed_body"})
-}
-
-// scalar renders a JSON string, number or boolean as a query value.
-func scalar(v json.RawMessage) (string, bool) {
-	var s string
-	if json.Unmarshal(v, &s) == nil {
-		return s, true
-	}
-	var n json.Number
-	if json.Unmarshal(v, &n) == nil {
-		return n.String(), true
-	}
-	var b bool
-	if json.Unmarshal(v, &b) == nil {
-		return strconv.FormatBool(b), true
-	}
-	return "", false
 }
 
 // runItem runs one item as the GET it stands for, with the batch's key and
@@ -142,26 +126,26 @@ func (p *Pipeline) runItem(ctx context.Context, ig *itemGather, parent *http.Req
 	}
 	q := url.Values{}
 	for name, v := range it.Params {
-		s, _ := scalar(v)
+		s, _ := params.Scalar(v)
 		q.Set(name, s)
 	}
 	if streams(q.Get("stream")) {
 		// An event stream has no envelope to put in the wrapper: refused
 		// before it runs (and is charged).
-		return itemFailure(index, p.errorsURL(parent), envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
+		return itemFailure(index, p.ErrorsURL(parent), envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
 			"stream=1 is not available in a batch; leave stream out to get the envelope.",
 			map[string]any{"reason": "not_batchable", "field": "stream"}))
 	}
 	req, err := innerGet(ctx, parent, path+"?"+q.Encode(), "x-api-key")
 	if err != nil {
-		return itemFailure(index, p.errorsURL(parent), envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
+		return itemFailure(index, p.ErrorsURL(parent), envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
 			"This item cannot be made into a request.", map[string]any{"reason": "malformed_item"}))
 	}
 	a := p.Run(req, RunAs{gather: ig})
 	body := bytes.TrimSpace(a.Body)
 	if !strings.HasPrefix(a.Header.Get("content-type"), "application/json") || !json.Valid(body) {
 		// A document (utility/llms markdown) has no envelope to return.
-		return itemFailure(index, p.errorsURL(parent), envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
+		return itemFailure(index, p.ErrorsURL(parent), envelope.New(envelope.InvalidParameters, http.StatusBadRequest,
 			"This item answers a document, not JSON; ask for JSON (e.g. format=json) in a batch.",
 			map[string]any{"reason": "not_batchable"}))
 	}

@@ -20,7 +20,7 @@ import (
 
 // fuzzEnv is what the body fuzzers run against: the real pipeline over the
 // embedded store (in a temporary folder), one funded account with a key,
-// an operator token, and handlers that answer without any network. bbolt
+// and handlers that answer without any network. bbolt
 // syncs every write to disk, which bounds the fuzzers' pace: with
 // TMPDIR=/dev/shm (tmpfs) they run many times faster.
 type fuzzEnv struct {
@@ -30,7 +30,6 @@ type fuzzEnv struct {
 	console string // the account's console token
 	key     string // the account's API key
 	keyRec  store.Key
-	admin   string // the operator token
 }
 
 // fuzzCredits is the balance the fuzzers keep the account at or above, so
@@ -44,7 +43,7 @@ func newFuzzEnv(tb testing.TB) *fuzzEnv {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { s.Close() })
-	env := &fuzzEnv{store: s, admin: "fuzz-operator-token"}
+	env := &fuzzEnv{store: s}
 	env.openAccount(tb)
 	// A paid endpoint that succeeds, fails upstream (502, refunded) or finds
 	// nothing (404) by its query; every other data endpoint has no handler
@@ -64,7 +63,6 @@ func newFuzzEnv(tb testing.TB) *fuzzEnv {
 		Cache:       s,
 		Idempotency: s,
 		Outcomes:    s,
-		AdminToken:  env.admin,
 		Handlers: map[string]Handler{
 			"marketplace_a/search":     adapter,
 			"microblog_b/search-posts": adapter,
@@ -80,7 +78,7 @@ func (e *fuzzEnv) openAccount(tb testing.TB) {
 	tb.Helper()
 	ctx := context.Background()
 	var err error
-	if e.account, e.console, err = CreateAccount(ctx, e.store, fuzzCredits, "req_fuzz_opening"); err != nil {
+	if e.account, e.console, err = auth.CreateAccount(ctx, e.store, fuzzCredits, "req_fuzz_opening"); err != nil {
 		tb.Fatal(err)
 	}
 	full, k := auth.NewKey(e.account.ID, "fuzz", nil)

@@ -32,13 +32,13 @@ var BillingStatuses = map[string]string{
 		"Keep the request_id, and the Idempotency-Key if you sent one; do not retry to get the credits back.",
 }
 
-// billingTimeout bounds each store write of a paid call. The writes run
+// BillingTimeout bounds each store write of a paid call. The writes run
 // detached from the caller, who may have gone: a refund must still land.
 // It is generous because many calls of one account contend for its
 // wallet item (each round of a conflict has one winner), and a slow store
 // is better waited for than answered with a 500; it stays far inside
 // RequestTimeout.
-const billingTimeout = 15 * time.Second
+const BillingTimeout = 15 * time.Second
 
 // dispatch hands the call to its endpoint's handler. A cached success is
 // answered from the cache for 0 credits. A paid data call is reserved
@@ -233,9 +233,9 @@ func (p *Pipeline) deliver(x *exchange, c *Call, data any, used int64, remaining
 }
 
 // billing runs one store write of a paid call, detached from the caller
-// and bounded by billingTimeout.
+// and bounded by BillingTimeout.
 func billingOp[T any](x *exchange, op func(context.Context) (T, error)) (T, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), billingTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), BillingTimeout)
 	defer cancel()
 	return op(ctx)
 }
@@ -293,7 +293,7 @@ func (p *Pipeline) reserveRefusal(x *exchange, err error) *envelope.Error {
 		return e
 	case errors.Is(err, store.ErrKeyInactive):
 		// Revoked between authentication and reservation: the next request rule.
-		return unauthorized("invalid_api_key", "The API key is not valid.")
+		return Unauthorized("invalid_api_key", "The API key is not valid.")
 	}
 	p.cfg.Logger.Error("reserve failed", "request_id", x.requestID, "error", err.Error())
 	return envelope.Internal()

@@ -165,7 +165,7 @@ func newBilledOn(t *testing.T, s billedStore, credits int64, limit *int64, mutat
 	b := &billed{store: s, clock: &testClock{now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}, gate: make(chan struct{})}
 	b.events = &eventLog{worker: &usage.Worker{Store: s, Outcomes: s}, apply: true}
 	ctx := context.Background()
-	b.account, b.console, err = CreateAccount(ctx, s, credits, "req_test_opening")
+	b.account, b.console, err = auth.CreateAccount(ctx, s, credits, "req_test_opening")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -233,7 +233,7 @@ func (p *Pipeline) holdFill(key, owner string) func(filled bool) {
 		if filled {
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), billingTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), BillingTimeout)
 		defer cancel()
 		if err := p.cfg.Fills.ReleaseFill(ctx, key, owner); err != nil {
 			p.cfg.Logger.Warn("fill marker not released", "request_id", owner, "error", err.Error())

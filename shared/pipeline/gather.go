@@ -209,7 +209,7 @@ func (s *gatherStep[Ask, Result]) flushDetached(seats []*gatherSeat[Ask, Result]
 	if len(seats) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), billingTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), BillingTimeout)
 	defer cancel()
 	s.flush(ctx, seats)
 }

@@ -32,7 +32,7 @@ const (
 	// a request still running.
 	idempotencyLease = 2 * time.Minute
 	// RequestTimeout bounds a call under /v1 (and its billing writes run
-	// after it within billingTimeout each); see serveAPI.
+	// after it within BillingTimeout each); see serveAPI.
 	RequestTimeout = 90 * time.Second
 )
 
@@ -43,7 +43,7 @@ func hasIdempotencyKey(x *exchange) bool {
 
 // idemScope is what one Idempotency-Key claim is about.
 type idemScope struct {
-	// owner namespaces the keys: an account id, or operatorScope.
+	// owner namespaces the keys: an account id, or the operator API's scope (shared/console).
 	owner string
 	// fingerprint is the canonical request the key is first used for.
 	fingerprint string
@@ -52,9 +52,6 @@ type idemScope struct {
 	// alone can open.
 	secret string
 }
-
-// operatorScope is the owner of the operator API's keys.
-const operatorScope = "operator"
 
 // idempotency claims a direct GET's Idempotency-Key (spec 3.2, 4.10).
 func (p *Pipeline) idempotency(x *exchange, c *Call) (finish func(context.Context), handled bool) {

@@ -175,7 +175,7 @@ func (l *legs) Available(key string) bool {
 	if _, composite := l.p.cfg.Composites[key]; composite {
 		return false // a composite is never a leg
 	}
-	return l.p.available(e)
+	return l.p.Available(e)
 }
 
 func (l *legs) Emit(event string, data any, delivered bool) bool {
@@ -239,7 +239,7 @@ func (l *legs) close() {
 	if l.p.cfg.Limits == nil || l.call.Principal.KeyID == "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.parent.r.Context()), billingTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(l.parent.r.Context()), BillingTimeout)
 	defer cancel()
 	if err := l.p.cfg.Limits.ReleaseSlots(ctx, l.call.Principal.LimitsID(), l.extra, l.p.cfg.Now(), l.p.cfg.LimitRules); err != nil {
 		l.p.cfg.Logger.Warn("leg slot release failed; their leases will free them", "request_id", l.call.RequestID, "error", err.Error())

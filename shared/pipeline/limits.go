@@ -99,15 +99,15 @@ func (p *Pipeline) tookSlot(x *exchange, a store.Admission, err error) *envelope
 
 // contended refuses a request the limits record could not count in time.
 func contended(r store.LimitRules) *envelope.Error {
-	return rateLimited("concurrency_limit", time.Second, "Too many requests at once for this key (at most "+strconv.Itoa(r.Concurrency)+" in flight); retry in a second.")
+	return RateLimited("concurrency_limit", time.Second, "Too many requests at once for this key (at most "+strconv.Itoa(r.Concurrency)+" in flight); retry in a second.")
 }
 
 func limitRefusal(a store.Admission) *envelope.Error {
 	switch a.Refused {
 	case "rate":
-		return rateLimited("rate_limit", a.RetryAfter, "More than "+strconv.Itoa(a.RateLimit)+" requests in the last minute for this key.")
+		return RateLimited("rate_limit", a.RetryAfter, "More than "+strconv.Itoa(a.RateLimit)+" requests in the last minute for this key.")
 	case "concurrency":
-		return rateLimited("concurrency_limit", a.RetryAfter, "More than "+strconv.Itoa(a.Concurrency)+" requests in flight for this key.")
+		return RateLimited("concurrency_limit", a.RetryAfter, "More than "+strconv.Itoa(a.Concurrency)+" requests in flight for this key.")
 	}
 	return nil
 }

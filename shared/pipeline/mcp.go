@@ -34,7 +34,7 @@ func (p *Pipeline) serveMCP(x *exchange) {
 		// Every tool call is a request run with the caller's key (Run).
 		run := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.Run(r, RunAs{Live: w}) })
 		p.mcp.handler = mcpserver.New(all.Registry, run, mcpserver.Options{
-			Schemas: all.DataSchemas, ErrorsURL: p.errorsURL, Available: p.available, Logger: p.cfg.Logger,
+			Schemas: all.DataSchemas, ErrorsURL: p.ErrorsURL, Available: p.Available, Logger: p.cfg.Logger,
 		})
 	})
 	p.mcp.handler.ServeHTTP(x.w, x.r)

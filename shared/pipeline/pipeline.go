@@ -18,7 +18,6 @@ import (
 	"github.com/meridian-data/meridian/shared/assist"
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
-	"github.com/meridian-data/meridian/shared/monitors"
 	"github.com/meridian-data/meridian/shared/openapi"
 	"github.com/meridian-data/meridian/shared/params"
 	"github.com/meridian-data/meridian/shared/queue"
@@ -93,8 +92,9 @@ type Config struct {
 	FairUseLimits map[string]int64
 	// Throttle refuses clients that keep presenting invalid keys.
 	Throttle *auth.Throttle
-	// AdminToken enables the operator API (/admin) when set.
-	AdminToken string
+	// Surfaces serve paths of their own outside /v1 (the console and the
+	// operator API).
+	Surfaces []Surface
 	// DataSchemas publishes each data endpoint's data schema (OpenAPI).
 	DataSchemas openapi.DataSchemas
 	// Contact is the OpenAPI document's info.contact (nil: the default).
@@ -144,18 +144,13 @@ type Config struct {
 	// URLPolicy, when set, refuses URL-typed parameters that lead to
 	// non-public addresses (422) before any fetch or charge.
 	URLPolicy *upstream.URLPolicy
-	// Monitors keeps monitors and their runs; with a Scheduler (one
-	// schedule per monitor), /v1/monitors is served and RunMonitor runs
-	// what the schedules deliver. MonitorPauseAfter is how many runs in a
-	// row may fail before a monitor pauses itself (0: the default, 5).
-	Monitors          store.Monitors
-	Scheduler         monitors.Scheduler
-	MonitorPauseAfter int
 	// Jobs keeps web jobs; with a JobQueue, endpoints marked Async accept
-	// async=1 (202), RunJob runs what the queue delivers, and
-	// /v1/web/jobs/{id} answers their state.
+	// async=1 (202) and queue the job for the worker (shared/jobs runs it).
 	Jobs     store.Jobs
 	JobQueue queue.JobQueue
+	// Features serve endpoints of their own over the pipeline (monitors,
+	// web jobs' state), given it as their Runner.
+	Features []Feature
 	Now      func() time.Time
 }
 
@@ -243,7 +238,7 @@ func New(cfg Config) *Pipeline {
 	// usage reports), told what this deployment serves.
 	p.svc = service.New(service.Config{
 		Registry: cfg.Registry, Store: cfg.Store, Outcomes: cfg.Outcomes, Canary: cfg.Canary, Upstream: cfg.Upstream,
-		DataSchemas: cfg.DataSchemas, Contact: cfg.Contact, ErrorsURL: cfg.ErrorsURL, Available: p.available,
+		DataSchemas: cfg.DataSchemas, Contact: cfg.Contact, ErrorsURL: cfg.ErrorsURL, Available: p.Available,
 		Logger: cfg.Logger, Now: cfg.Now,
 	})
 	// Built-ins that need the pipeline itself, unless a test replaced them.
@@ -252,13 +247,10 @@ func New(cfg Config) *Pipeline {
 		builtins[k] = serviceHandler(h)
 	}
 	builtins["batch"] = p.batch
-	if cfg.Monitors != nil && cfg.Scheduler != nil && cfg.Store != nil {
-		for k, h := range p.monitorHandlers() {
+	for _, f := range cfg.Features {
+		for k, h := range f.Handlers(p) {
 			builtins[k] = h
 		}
-	}
-	if cfg.Jobs != nil {
-		builtins["web/jobs/{id}"] = p.jobHandler
 	}
 	if cfg.Upstream != nil {
 		for _, key := range cfg.Upstream.Endpoints() {
@@ -287,11 +279,11 @@ func New(cfg Config) *Pipeline {
 	return p
 }
 
-// available reports whether this deployment can serve e on /v1: whether
+// Available reports whether this deployment can serve e on /v1: whether
 // the handler table has an entry for it (an eligible upstream route, a
 // configured handler or a built-in); without one, dispatch answers 501.
 // Every catalogue view asks this, so they agree with what calls get.
-func (p *Pipeline) available(e *registry.Endpoint) bool {
+func (p *Pipeline) Available(e *registry.Endpoint) bool {
 	_, ok := p.cfg.Handlers[e.Key()]
 	return ok && !e.Retired()
 }
@@ -351,14 +343,14 @@ func (x *exchange) effect(fn func(context.Context)) { x.effects = append(x.effec
 
 // land runs the answer's effects side by side (they touch different
 // records: one round trip for all) and returns when each has landed or
-// given up within billingTimeout, detached from a caller who has gone.
+// given up within BillingTimeout, detached from a caller who has gone.
 // Effects left after it (none, unless a stream lands early) wait for the
 // next land.
 func (p *Pipeline) land(x *exchange) {
 	work := x.effects
 	x.effects = nil
 	run := func(fn func(context.Context)) {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), billingTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(x.r.Context()), BillingTimeout)
 		defer cancel()
 		fn(ctx)
 	}
@@ -382,7 +374,7 @@ func (p *Pipeline) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (p *Pipeline) serve(w http.ResponseWriter, r *http.Request, handle func(*exchange)) {
 	start := p.cfg.Now()
 	x := &exchange{w: &statusWriter{ResponseWriter: w, holding: true}, r: r, requestID: envelope.NewRequestID()}
-	x.docBase = p.errorsURL(r)
+	x.docBase = p.ErrorsURL(r)
 	w.Header().Set("X-Request-Id", x.requestID)
 	defer func() {
 		if v := recover(); v != nil {
@@ -417,10 +409,8 @@ func (p *Pipeline) route(x *exchange) {
 		p.serveAPI(x, path, false)
 	case path == "/sandbox" || strings.HasPrefix(path, "/sandbox/"):
 		p.serveAPI(x, "/v1"+strings.TrimPrefix(path, "/sandbox"), true)
-	case path == "/console" || strings.HasPrefix(path, "/console/"):
-		p.serveConsole(x, path)
-	case path == "/admin" || strings.HasPrefix(path, "/admin/"):
-		p.serveAdmin(x, path)
+	case p.surface(path) != nil:
+		p.surface(path).Serve(&Exchange{x: x, p: p})
 	case path == "/docs/errors" && x.r.Method == http.MethodGet:
 		serveErrorsReference(x.w)
 	case path == "/docs/ai-labels" && x.r.Method == http.MethodGet:
@@ -451,9 +441,9 @@ func (x *exchange) fail(e *envelope.Error) {
 	envelope.WriteError(x.w, e, x.requestID, x.docBase)
 }
 
-// errorsURL is the configured errors reference, or this deployment's own
+// ErrorsURL is the configured errors reference, or this deployment's own
 // /docs/errors page as the caller reached it.
-func (p *Pipeline) errorsURL(r *http.Request) string {
+func (p *Pipeline) ErrorsURL(r *http.Request) string {
 	if p.cfg.ErrorsURL != "" {
 		return p.cfg.ErrorsURL
 	}

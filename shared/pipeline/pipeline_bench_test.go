@@ -26,7 +26,6 @@ import (
 	"github.com/meridian-data/meridian/shared/app"
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
-	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/queue"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/store/embedded"
@@ -94,7 +93,7 @@ func newBenchEnv(tb testing.TB, s store.Store, sink usage.Sink, logs io.Writer) 
 	logger := slog.New(slog.NewJSONHandler(logs, nil)) // the log line is formatted, as app.Logger does
 	cfg := app.Config("", logger, app.Deps{Store: s, Throttle: auth.NewThrottle(20), Upstream: replayRunner(tb), Events: sink})
 	cfg.LimitRules = benchLimits
-	acct, _, err := pipeline.CreateAccount(ctx, s, store.MaxCredits/2, envelope.NewRequestID())
+	acct, _, err := auth.CreateAccount(ctx, s, store.MaxCredits/2, envelope.NewRequestID())
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -102,7 +101,7 @@ func newBenchEnv(tb testing.TB, s store.Store, sink usage.Sink, logs io.Writer) 
 	if _, err := s.CreateKey(ctx, k); err != nil {
 		tb.Fatal(err)
 	}
-	return &benchEnv{handler: pipeline.New(cfg), key: key, account: acct}
+	return &benchEnv{handler: app.New(cfg), key: key, account: acct}
 }
 
 // request builds a GET with the key (when withKey) as API Gateway's

@@ -142,7 +142,7 @@ func (p *Pipeline) runJob(req *http.Request, as RunAs) Answer {
 	j := as.Job
 	start := p.cfg.Now()
 	rec := &answerRecorder{header: http.Header{}}
-	x := &exchange{w: &statusWriter{ResponseWriter: rec}, r: req, requestID: j.RequestID, docBase: p.errorsURL(req), parentID: as.Parent}
+	x := &exchange{w: &statusWriter{ResponseWriter: rec}, r: req, requestID: j.RequestID, docBase: p.ErrorsURL(req), parentID: as.Parent}
 	defer func() {
 		p.land(x)
 		p.logRequest(x, start)

@@ -85,7 +85,7 @@ func testCreditsUsageReportsTheWorkersCounts(t *testing.T, newBilled billedFacto
 	}
 
 	// Another account's key sees only its own (nothing yet).
-	other, _, err := CreateAccount(context.Background(), b.store, 10, "req_other")
+	other, _, err := auth.CreateAccount(context.Background(), b.store, 10, "req_other")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
-	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/soak"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/store/embedded"
@@ -36,7 +35,7 @@ func newBooks(t *testing.T) *booksFixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	a, _, err := pipeline.CreateAccount(ctx, s, 100, envelope.NewRequestID())
+	a, _, err := auth.CreateAccount(ctx, s, 100, envelope.NewRequestID())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,6 @@ import (
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/internal/devscripts"
-	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/upstream"
 	"github.com/meridian-data/meridian/shared/upstream/adapters"
@@ -205,7 +204,7 @@ func (r *run) populate(ctx context.Context) error {
 		if i%5 == 4 {
 			credits = 15
 		}
-		a, _, err := pipeline.CreateAccount(ctx, r.env.Clean, credits, envelope.NewRequestID())
+		a, _, err := auth.CreateAccount(ctx, r.env.Clean, credits, envelope.NewRequestID())
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package pipeline
+package console
 
 import (
 	"crypto/hmac"
@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/meridian-data/meridian/shared/auth"
-	"github.com/meridian-data/meridian/shared/console"
 	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/store"
 )
 
@@ -39,39 +39,39 @@ func csrfToken(consoleToken string) string {
 }
 
 // servePage answers the page and its files; false when path is the API's.
-func servePage(x *exchange, path string) bool {
-	if x.r.Method != http.MethodGet && x.r.Method != http.MethodHead {
+func servePage(x *pipeline.Exchange, path string) bool {
+	if x.Request().Method != http.MethodGet && x.Request().Method != http.MethodHead {
 		return false
 	}
-	var a console.Asset
+	var a Asset
 	switch {
 	case path == "/console" || path == "/console/":
-		a = console.Page()
-		x.w.Header().Set("Cache-Control", "no-store")
+		a = Page()
+		x.Writer().Header().Set("Cache-Control", "no-store")
 	case strings.HasPrefix(path, "/console/assets/"):
 		var ok bool
-		if a, ok = console.Lookup(strings.TrimPrefix(path, "/console/assets/")); !ok {
-			x.fail(registry404(path))
+		if a, ok = Lookup(strings.TrimPrefix(path, "/console/assets/")); !ok {
+			x.Fail(registry404(path))
 			return true
 		}
-		x.w.Header().Set("Cache-Control", "no-cache")
+		x.Writer().Header().Set("Cache-Control", "no-cache")
 	default:
 		return false
 	}
-	h := x.w.Header()
+	h := x.Writer().Header()
 	h.Set("Content-Type", a.ContentType)
-	h.Set("Content-Security-Policy", console.SecurityPolicy)
+	h.Set("Content-Security-Policy", SecurityPolicy)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("Etag", a.ETag)
-	if match := x.r.Header.Get("if-none-match"); match != "" && match == a.ETag {
-		x.w.WriteHeader(http.StatusNotModified)
+	if match := x.Request().Header.Get("if-none-match"); match != "" && match == a.ETag {
+		x.Writer().WriteHeader(http.StatusNotModified)
 		return true
 	}
-	x.w.WriteHeader(http.StatusOK)
-	if x.r.Method == http.MethodGet {
-		_, _ = x.w.Write(a.Body)
+	x.Writer().WriteHeader(http.StatusOK)
+	if x.Request().Method == http.MethodGet {
+		_, _ = x.Writer().Write(a.Body)
 	}
 	return true
 }
@@ -109,11 +109,11 @@ func crossSite(r *http.Request) bool {
 // it comes from the console page: same origin and the session's CSRF token.
 func forged(r *http.Request, consoleToken string) *envelope.Error {
 	if crossSite(r) {
-		return unauthorized("cross_site_request", "Changes made with the console's session cookie must come from the console page itself.")
+		return pipeline.Unauthorized("cross_site_request", "Changes made with the console's session cookie must come from the console page itself.")
 	}
 	given := r.Header.Get(CSRFHeader)
 	if given == "" || subtle.ConstantTimeCompare([]byte(given), []byte(csrfToken(consoleToken))) != 1 {
-		return unauthorized("csrf_token_invalid", "Changes made with the console's session cookie need the session's "+CSRFHeader+" header.")
+		return pipeline.Unauthorized("csrf_token_invalid", "Changes made with the console's session cookie need the session's "+CSRFHeader+" header.")
 	}
 	return nil
 }
@@ -135,88 +135,94 @@ func sessionCookie(r *http.Request, token string) *http.Cookie {
 
 // consoleSession is /console/session: POST {"token": "mc_..."} signs in,
 // GET says who is signed in (and the CSRF token), DELETE signs out.
-func (p *Pipeline) consoleSession(x *exchange) {
-	switch x.r.Method {
+func (c *Console) consoleSession(x *pipeline.Exchange) {
+	switch x.Request().Method {
 	case http.MethodPost:
-		p.signIn(x)
+		c.signIn(x)
 	case http.MethodGet:
-		token, fromCookie := consoleCredential(x.r)
+		token, fromCookie := consoleCredential(x.Request())
 		if token == "" || !fromCookie {
-			x.fail(unauthorized("missing_console_token", "Not signed in: sign in with the console token."))
+			x.Fail(pipeline.Unauthorized("missing_console_token", "Not signed in: sign in with the console token."))
 			return
 		}
-		acct, e := p.consoleAccount(x, token)
+		acct, e := c.consoleAccount(x, token)
 		if e != nil {
-			http.SetCookie(x.w, sessionCookie(x.r, ""))
-			x.fail(e)
+			http.SetCookie(x.Writer(), sessionCookie(x.Request(), ""))
+			x.Fail(e)
 			return
 		}
 		writeConsole(x, http.StatusOK, map[string]any{"account_id": acct.ID, "csrf_token": csrfToken(token)})
 	case http.MethodDelete:
-		if token, fromCookie := consoleCredential(x.r); fromCookie {
-			if e := forged(x.r, token); e != nil {
-				x.fail(e)
+		if token, fromCookie := consoleCredential(x.Request()); fromCookie {
+			if e := forged(x.Request(), token); e != nil {
+				x.Fail(e)
 				return
 			}
 		}
-		http.SetCookie(x.w, sessionCookie(x.r, ""))
+		http.SetCookie(x.Writer(), sessionCookie(x.Request(), ""))
 		writeConsole(x, http.StatusOK, map[string]any{"signed_in": false})
 	default:
-		x.fail(envelope.New(envelope.EndpointNotFound, http.StatusNotFound, "/console/session answers GET, POST and DELETE.",
+		x.Fail(envelope.New(envelope.EndpointNotFound, http.StatusNotFound, "/console/session answers GET, POST and DELETE.",
 			map[string]any{"reason": "method_not_allowed", "allowed_methods": []string{"GET", "POST", "DELETE"}}))
 	}
 }
 
-func (p *Pipeline) signIn(x *exchange) {
+func (c *Console) signIn(x *pipeline.Exchange) {
 	// A sign-in from another site would put its own session in this
 	// browser (login forgery): same origin and a JSON body only, which a
 	// cross-site form cannot send.
-	if crossSite(x.r) {
-		x.fail(unauthorized("cross_site_request", "Sign in from the console page itself."))
+	if crossSite(x.Request()) {
+		x.Fail(pipeline.Unauthorized("cross_site_request", "Sign in from the console page itself."))
 		return
 	}
-	if ct, _, _ := mime.ParseMediaType(x.r.Header.Get("content-type")); ct != "application/json" {
-		x.fail(envelope.New(envelope.InvalidParameters, http.StatusBadRequest, "Send the console token as a JSON body: {\"token\": \"mc_...\"}.",
+	if ct, _, _ := mime.ParseMediaType(x.Request().Header.Get("content-type")); ct != "application/json" {
+		x.Fail(envelope.New(envelope.InvalidParameters, http.StatusBadRequest, "Send the console token as a JSON body: {\"token\": \"mc_...\"}.",
 			map[string]any{"reason": "malformed_body"}))
 		return
 	}
 	var body struct {
 		Token string `json:"token"`
 	}
-	if e := readJSON(x.r, &body); e != nil {
-		x.fail(e)
+	if e := readJSON(x.Request(), &body); e != nil {
+		x.Fail(e)
 		return
 	}
 	token := strings.TrimSpace(body.Token)
 	if token == "" {
-		x.fail(fieldError("token", "missing", "token is the console token (mc_...)."))
+		x.Fail(envelope.FieldError("token", "missing", "token is the console token (mc_...)."))
 		return
 	}
-	acct, e := p.consoleAccount(x, token)
+	acct, e := c.consoleAccount(x, token)
 	if e != nil {
-		x.fail(e)
+		x.Fail(e)
 		return
 	}
-	http.SetCookie(x.w, sessionCookie(x.r, token))
+	http.SetCookie(x.Writer(), sessionCookie(x.Request(), token))
 	writeConsole(x, http.StatusOK, map[string]any{"account_id": acct.ID, "csrf_token": csrfToken(token)})
 }
 
 // consoleAccount authenticates a console token. Wrong tokens count toward
 // the client's invalid-credential throttle, as wrong API keys do.
-func (p *Pipeline) consoleAccount(x *exchange, token string) (store.Account, *envelope.Error) {
-	client := "console:" + clientOf(x.r)
-	if p.cfg.Throttle != nil {
-		if wait, blocked := p.cfg.Throttle.Blocked(client); blocked {
-			return store.Account{}, rateLimited("invalid_key_attempts", wait, "Too many requests with invalid console tokens from this client.")
+func (c *Console) consoleAccount(x *pipeline.Exchange, token string) (store.Account, *envelope.Error) {
+	client := "console:" + auth.ClientOf(x.Request())
+	if c.cfg.Throttle != nil {
+		if wait, blocked := c.cfg.Throttle.Blocked(client); blocked {
+			return store.Account{}, pipeline.RateLimited("invalid_key_attempts", wait, "Too many requests with invalid console tokens from this client.")
 		}
 	}
-	acct, err := p.cfg.Store.AccountByConsoleToken(x.r.Context(), auth.Hash(token))
+	acct, err := c.cfg.Store.AccountByConsoleToken(x.Request().Context(), auth.Hash(token))
 	if errors.Is(err, store.ErrNotFound) {
-		p.invalidKey(client)
-		return store.Account{}, unauthorized("invalid_console_token", "The console token is not valid.")
+		c.invalidCredential(client)
+		return store.Account{}, pipeline.Unauthorized("invalid_console_token", "The console token is not valid.")
 	}
 	if err != nil {
-		return store.Account{}, p.internal(x, "console token lookup", err)
+		return store.Account{}, c.internal(x, "console token lookup", err)
 	}
 	return acct, nil
+}
+
+// forwardedProto is the scheme the caller used, as the first proxy (API
+// Gateway) recorded it in x-forwarded-proto; lower case, "" when absent.
+func forwardedProto(r *http.Request) string {
+	return strings.ToLower(strings.TrimSpace(strings.Split(r.Header.Get("x-forwarded-proto"), ",")[0]))
 }

@@ -1,10 +1,11 @@
-package pipeline
+package monitors
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -12,24 +13,70 @@ import (
 	"time"
 
 	"github.com/meridian-data/meridian/shared/envelope"
-	"github.com/meridian-data/meridian/shared/monitors"
 	"github.com/meridian-data/meridian/shared/params"
+	"github.com/meridian-data/meridian/shared/pipeline"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/store"
 )
 
-// DefaultMonitorPauseAfter is how many runs in a row may fail or be
-// refused before a monitor pauses itself.
-const DefaultMonitorPauseAfter = 5
+// DefaultPauseAfter is how many runs in a row may fail or be refused
+// before a monitor pauses itself.
+const DefaultPauseAfter = 5
 
-// monitorRunLease is how long a run's claim holds before another delivery
-// of the same scheduled time may take it over: longer than any call
-// (RequestTimeout plus its billing writes), so only a dead worker's claim
-// lapses.
-const monitorRunLease = RequestTimeout + 2*billingTimeout + time.Minute
+// Config wires the monitors feature.
+type Config struct {
+	Registry *registry.Registry
+	// Monitors keeps monitors and their runs; Keys reads the key each
+	// monitor runs with.
+	Monitors store.Monitors
+	Keys     store.Store
+	// Scheduler keeps one schedule per monitor; without one, /v1/monitors
+	// is not served and a monitor cannot be created.
+	Scheduler Scheduler
+	// PauseAfter is how many runs in a row may fail before a monitor
+	// pauses itself (0: DefaultPauseAfter).
+	PauseAfter int
+	Logger     *slog.Logger
+	Now        func() time.Time
+}
 
-// monitorView is a monitor as the API shows it.
-type monitorView struct {
+// Service is the monitors feature: the account's monitors API
+// (/v1/monitors…, and the console's view of it) and the runs their
+// schedules deliver. Each run is one call of the monitored operation with
+// the monitor's key, made through the pipeline's Runner like any caller's
+// (pipeline.Run); it touches the monitors' own records and reads the key,
+// nothing else of the store.
+type Service struct {
+	cfg Config
+	api pipeline.Runner
+}
+
+var _ pipeline.Feature = (*Service)(nil)
+
+// New builds the monitors feature; the pipeline it is given to (as a
+// pipeline.Feature) is what its runs go through.
+func New(cfg Config) *Service {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Service{cfg: cfg}
+}
+
+// Handlers implements pipeline.Feature: /v1/monitors… when the deployment
+// can schedule monitors.
+func (s *Service) Handlers(r pipeline.Runner) map[string]pipeline.Handler {
+	s.api = r
+	if s.cfg.Monitors == nil || s.cfg.Scheduler == nil || s.cfg.Keys == nil {
+		return nil
+	}
+	return s.handlers()
+}
+
+// View is a monitor as the API shows it.
+type View struct {
 	ID                  string            `json:"id"`
 	Name                string            `json:"name"`
 	Platform            string            `json:"platform"`
@@ -49,8 +96,9 @@ type monitorView struct {
 	UpdatedAt           time.Time         `json:"updated_at"`
 }
 
-func viewMonitor(m store.Monitor) monitorView {
-	v := monitorView{
+// ViewOf is m as the API shows it.
+func ViewOf(m store.Monitor) View {
+	v := View{
 		ID: m.ID, Name: m.Name, Platform: m.Platform, Endpoint: m.Endpoint, Operation: "/v1/" + m.Platform + "/" + m.Endpoint,
 		Params: m.Params, IntervalMinutes: m.IntervalMinutes, State: m.State, ConsecutiveFailures: m.ConsecutiveFailures,
 		LastRunAt: m.LastRunAt, KeyID: m.KeyID, RunsURL: "/v1/monitors/" + m.ID + "/runs",
@@ -116,69 +164,81 @@ func jsonOrNull(b []byte) json.RawMessage {
 	return b
 }
 
-// monitorHandlers serve /v1/monitors: a free API over the account's
-// monitors, for the key's account. Each run is made with the key that
-// created the monitor.
-func (p *Pipeline) monitorHandlers() map[string]Handler {
-	return map[string]Handler{
-		"monitors": func(ctx context.Context, c *Call) (any, *envelope.Error) {
-			list, err := p.cfg.Monitors.ListMonitors(ctx, c.Principal.AccountID)
+// Enabled reports whether monitors can be kept and scheduled here.
+func (s *Service) Enabled() bool { return s.cfg.Monitors != nil && s.cfg.Scheduler != nil }
+
+// handlers serve /v1/monitors: a free API over the account's monitors,
+// for the key's account. Each run is made with the key that created the
+// monitor.
+func (s *Service) handlers() map[string]pipeline.Handler {
+	return map[string]pipeline.Handler{
+		"monitors": func(ctx context.Context, c *pipeline.Call) (any, *envelope.Error) {
+			list, err := s.List(ctx, c.Principal.AccountID)
 			if err != nil {
-				return nil, p.storeFault(c, "list monitors", err)
+				return nil, s.storeFault(c, "list monitors", err)
 			}
-			views := make([]monitorView, len(list))
-			for i, m := range list {
-				views[i] = viewMonitor(m)
-			}
-			return map[string]any{"items": views, "count": len(views), "max": store.MaxMonitors}, nil
+			return list, nil
 		},
-		"monitors/create": func(ctx context.Context, c *Call) (any, *envelope.Error) {
+		"monitors/create": func(ctx context.Context, c *pipeline.Call) (any, *envelope.Error) {
 			v := c.Params.Values
-			m, refusal := p.CreateMonitor(ctx, c.Principal.AccountID, c.Principal.KeyID, MonitorSpec{
+			m, refusal := s.Create(ctx, c.Principal.AccountID, c.Principal.KeyID, Spec{
 				Platform: v["platform"], Endpoint: v["endpoint"], Params: v["params"], IntervalMinutes: v["interval_minutes"], Name: v["name"],
 			})
 			if refusal != nil {
 				return nil, refusal
 			}
-			return viewMonitor(m), nil
+			return ViewOf(m), nil
 		},
-		"monitors/{id}": func(ctx context.Context, c *Call) (any, *envelope.Error) {
-			m, refusal := p.ownMonitor(ctx, c, c.Params.Values["id"])
+		"monitors/{id}": func(ctx context.Context, c *pipeline.Call) (any, *envelope.Error) {
+			m, refusal := s.own(ctx, c, c.Params.Values["id"])
 			if refusal != nil {
 				return nil, refusal
 			}
-			return viewMonitor(m), nil
+			return ViewOf(m), nil
 		},
-		"monitors/{id}/pause": func(ctx context.Context, c *Call) (any, *envelope.Error) {
-			m, refusal := p.SetMonitorState(ctx, c.Principal.AccountID, c.Params.Values["id"], store.MonitorPaused)
+		"monitors/{id}/pause": func(ctx context.Context, c *pipeline.Call) (any, *envelope.Error) {
+			m, refusal := s.SetState(ctx, c.Principal.AccountID, c.Params.Values["id"], store.MonitorPaused)
 			if refusal != nil {
 				return nil, refusal
 			}
-			return viewMonitor(m), nil
+			return ViewOf(m), nil
 		},
-		"monitors/{id}/resume": func(ctx context.Context, c *Call) (any, *envelope.Error) {
-			m, refusal := p.SetMonitorState(ctx, c.Principal.AccountID, c.Params.Values["id"], store.MonitorActive)
+		"monitors/{id}/resume": func(ctx context.Context, c *pipeline.Call) (any, *envelope.Error) {
+			m, refusal := s.SetState(ctx, c.Principal.AccountID, c.Params.Values["id"], store.MonitorActive)
 			if refusal != nil {
 				return nil, refusal
 			}
-			return viewMonitor(m), nil
+			return ViewOf(m), nil
 		},
-		"monitors/{id}/delete": func(ctx context.Context, c *Call) (any, *envelope.Error) {
+		"monitors/{id}/delete": func(ctx context.Context, c *pipeline.Call) (any, *envelope.Error) {
 			id := c.Params.Values["id"]
-			if refusal := p.DeleteMonitor(ctx, c.Principal.AccountID, id); refusal != nil {
+			if refusal := s.Delete(ctx, c.Principal.AccountID, id); refusal != nil {
 				return nil, refusal
 			}
 			return map[string]any{"id": id, "deleted": true}, nil
 		},
-		"monitors/{id}/runs": func(ctx context.Context, c *Call) (any, *envelope.Error) {
-			return p.MonitorRuns(ctx, c.Principal.AccountID, c.Params.Values["id"], c.Params.Values["limit"], c.Params.Values["cursor"])
+		"monitors/{id}/runs": func(ctx context.Context, c *pipeline.Call) (any, *envelope.Error) {
+			return s.Runs(ctx, c.Principal.AccountID, c.Params.Values["id"], c.Params.Values["limit"], c.Params.Values["cursor"])
 		},
 	}
 }
 
-// MonitorSpec is a monitor as a caller asks for it (the query parameters
-// of /v1/monitors/create, or the console's form).
-type MonitorSpec struct {
+// List is the account's monitors as /v1/monitors answers them.
+func (s *Service) List(ctx context.Context, accountID string) (map[string]any, error) {
+	list, err := s.cfg.Monitors.ListMonitors(ctx, accountID)
+	if err != nil {
+		return nil, err
+	}
+	views := make([]View, len(list))
+	for i, m := range list {
+		views[i] = ViewOf(m)
+	}
+	return map[string]any{"items": views, "count": len(views), "max": store.MaxMonitors}, nil
+}
+
+// Spec is a monitor as a caller asks for it (the query parameters of
+// /v1/monitors/create, or the console's form).
+type Spec struct {
 	Platform, Endpoint string
 	// Params is the operation's parameters: a JSON object of scalars.
 	Params          string
@@ -186,13 +246,13 @@ type MonitorSpec struct {
 	Name            string
 }
 
-// CreateMonitor validates spec as its operation validates a call, stores
-// the monitor for the account's key and schedules it.
-func (p *Pipeline) CreateMonitor(ctx context.Context, accountID, keyID string, spec MonitorSpec) (store.Monitor, *envelope.Error) {
-	if p.cfg.Monitors == nil || p.cfg.Scheduler == nil {
+// Create validates spec as its operation validates a call, stores the
+// monitor for the account's key and schedules it.
+func (s *Service) Create(ctx context.Context, accountID, keyID string, spec Spec) (store.Monitor, *envelope.Error) {
+	if s.cfg.Monitors == nil || s.cfg.Scheduler == nil {
 		return store.Monitor{}, envelope.New(envelope.EndpointNotAvailable, http.StatusNotImplemented, "Monitors are not available in this deployment.", nil)
 	}
-	e, canonical, refusal := p.monitorOperation(spec)
+	e, canonical, refusal := s.operation(spec)
 	if refusal != nil {
 		return store.Monitor{}, refusal
 	}
@@ -200,71 +260,71 @@ func (p *Pipeline) CreateMonitor(ctx context.Context, accountID, keyID string, s
 	if spec.IntervalMinutes != "" {
 		n, ok := parseInterval(spec.IntervalMinutes)
 		if !ok {
-			return store.Monitor{}, fieldError("interval_minutes", "out_of_range", "interval_minutes is a whole number of minutes from 5 to 10080.")
+			return store.Monitor{}, envelope.FieldError("interval_minutes", "out_of_range", "interval_minutes is a whole number of minutes from 5 to 10080.")
 		}
 		interval = n
 	}
-	now := p.cfg.Now().UTC()
+	now := s.cfg.Now().UTC()
 	m := store.Monitor{
 		ID: store.NewMonitorID(), AccountID: accountID, KeyID: keyID, Name: spec.Name, Platform: e.Platform, Endpoint: e.ID,
 		Params: canonical, IntervalMinutes: interval, State: store.MonitorActive, CreatedAt: now, UpdatedAt: now,
 	}
-	m, err := p.cfg.Monitors.CreateMonitor(ctx, m)
+	m, err := s.cfg.Monitors.CreateMonitor(ctx, m)
 	switch {
 	case errors.Is(err, store.ErrTooManyMonitors):
 		return store.Monitor{}, envelope.New(envelope.InvalidParameters, http.StatusUnprocessableEntity,
 			"An account holds at most 50 monitors; delete one first.", map[string]any{"reason": "too_many_monitors", "max": store.MaxMonitors})
 	case err != nil:
-		return store.Monitor{}, p.monitorFault("create monitor", err)
+		return store.Monitor{}, s.fault("create monitor", err)
 	}
-	if err := p.cfg.Scheduler.Schedule(ctx, m); err != nil {
+	if err := s.cfg.Scheduler.Schedule(ctx, m); err != nil {
 		// Unscheduled, the monitor would never run: take it back.
-		if derr := p.cfg.Monitors.DeleteMonitor(context.WithoutCancel(ctx), accountID, m.ID); derr != nil {
-			p.cfg.Logger.Error("monitor left unscheduled", "monitor_id", m.ID, "error", derr.Error())
+		if derr := s.cfg.Monitors.DeleteMonitor(context.WithoutCancel(ctx), accountID, m.ID); derr != nil {
+			s.cfg.Logger.Error("monitor left unscheduled", "monitor_id", m.ID, "error", derr.Error())
 		}
-		return store.Monitor{}, p.monitorFault("schedule monitor", err)
+		return store.Monitor{}, s.fault("schedule monitor", err)
 	}
 	return m, nil
 }
 
-// monitorOperation resolves and validates the operation a monitor runs:
+// operation resolves and validates the operation a monitor runs:
 // a live data endpoint this deployment serves, with parameters its own
 // validation accepts. It returns the canonical parameters each run sends.
-func (p *Pipeline) monitorOperation(spec MonitorSpec) (*registry.Endpoint, map[string]string, *envelope.Error) {
+func (s *Service) operation(spec Spec) (*registry.Endpoint, map[string]string, *envelope.Error) {
 	platform := strings.Trim(spec.Platform, "/")
 	key := platform + "/" + strings.Trim(spec.Endpoint, "/")
-	e, ok := p.cfg.Registry.Endpoint(key)
-	if !ok && !p.knownPlatform(platform) {
-		return nil, nil, fieldError("platform", "unknown_platform", platform+" is not a platform; GET /v1/utility/endpoints lists them.")
+	e, ok := s.cfg.Registry.Endpoint(key)
+	if !ok && !s.knownPlatform(platform) {
+		return nil, nil, envelope.FieldError("platform", "unknown_platform", platform+" is not a platform; GET /v1/utility/endpoints lists them.")
 	}
 	if !ok || e.Kind != registry.Data || e.IsIndex() {
-		return nil, nil, fieldError("endpoint", "unknown_endpoint",
+		return nil, nil, envelope.FieldError("endpoint", "unknown_endpoint",
 			key+" is not a data operation; GET /v1/utility/endpoints lists them.")
 	}
 	if e.Retired() {
-		return nil, nil, fieldError("endpoint", "endpoint_removed", key+" is retired; use "+e.RetiredFor+".")
+		return nil, nil, envelope.FieldError("endpoint", "endpoint_removed", key+" is retired; use "+e.RetiredFor+".")
 	}
-	if !p.available(e) {
-		return nil, nil, notAvailable(e, false)
+	if s.api == nil || !s.api.Available(e) {
+		return nil, nil, pipeline.NotAvailable(e)
 	}
 	query := params.Query{}
 	if strings.TrimSpace(spec.Params) != "" {
 		var raw map[string]json.RawMessage
 		dec := json.NewDecoder(strings.NewReader(spec.Params))
 		if err := dec.Decode(&raw); err != nil || raw == nil {
-			return nil, nil, fieldError("params", "invalid_format", `params is a JSON object of the operation's parameters, e.g. {"query":"acme"}.`)
+			return nil, nil, envelope.FieldError("params", "invalid_format", `params is a JSON object of the operation's parameters, e.g. {"query":"acme"}.`)
 		}
 		for name, v := range raw {
-			s, ok := scalar(v)
+			value, ok := params.Scalar(v)
 			if !ok {
-				return nil, nil, fieldError("params", "invalid_format", "params."+name+" must be a string, number or boolean.")
+				return nil, nil, envelope.FieldError("params", "invalid_format", "params."+name+" must be a string, number or boolean.")
 			}
-			query[name] = []string{s}
+			query[name] = []string{value}
 		}
 	}
 	for _, name := range []string{"dry_run", "async", "stream"} {
 		if _, set := query[name]; set {
-			return nil, nil, fieldError("params", "not_allowed", name+" cannot be part of a monitor: each run is a full call.")
+			return nil, nil, envelope.FieldError("params", "not_allowed", name+" cannot be part of a monitor: each run is a full call.")
 		}
 	}
 	validated, verr := params.Validate(e, query, nil)
@@ -281,8 +341,8 @@ func (p *Pipeline) monitorOperation(spec MonitorSpec) (*registry.Endpoint, map[s
 }
 
 // knownPlatform reports whether a data endpoint lives under platform.
-func (p *Pipeline) knownPlatform(platform string) bool {
-	for _, e := range p.cfg.Registry.Endpoints() {
+func (s *Service) knownPlatform(platform string) bool {
+	for _, e := range s.cfg.Registry.Endpoints() {
 		if e.Platform == platform && e.Kind == registry.Data {
 			return true
 		}
@@ -290,8 +350,8 @@ func (p *Pipeline) knownPlatform(platform string) bool {
 	return false
 }
 
-func parseInterval(s string) (int, bool) {
-	n, err := strconv.Atoi(s)
+func parseInterval(v string) (int, bool) {
+	n, err := strconv.Atoi(v)
 	return n, err == nil && n >= 5 && n <= 10080
 }
 
@@ -299,88 +359,88 @@ func monitorNotFound() *envelope.Error {
 	return envelope.New(envelope.ResourceNotFound, http.StatusNotFound, "No monitor with this id for this account.", nil)
 }
 
-// monitorFault logs a store or scheduler error and answers 500.
-func (p *Pipeline) monitorFault(what string, err error) *envelope.Error {
-	p.cfg.Logger.Error(what+" failed", "error", err.Error())
+// fault logs a store or scheduler error and answers 500.
+func (s *Service) fault(what string, err error) *envelope.Error {
+	s.cfg.Logger.Error(what+" failed", "error", err.Error())
 	return envelope.Internal()
 }
 
-func (p *Pipeline) storeFault(c *Call, what string, err error) *envelope.Error {
-	p.cfg.Logger.Error(what+" failed", "request_id", c.RequestID, "error", err.Error())
+func (s *Service) storeFault(c *pipeline.Call, what string, err error) *envelope.Error {
+	s.cfg.Logger.Error(what+" failed", "request_id", c.RequestID, "error", err.Error())
 	return envelope.Internal()
 }
 
-func (p *Pipeline) ownMonitor(ctx context.Context, c *Call, id string) (store.Monitor, *envelope.Error) {
-	m, err := p.cfg.Monitors.Monitor(ctx, c.Principal.AccountID, id)
+func (s *Service) own(ctx context.Context, c *pipeline.Call, id string) (store.Monitor, *envelope.Error) {
+	m, err := s.cfg.Monitors.Monitor(ctx, c.Principal.AccountID, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return store.Monitor{}, monitorNotFound()
 	case err != nil:
-		return store.Monitor{}, p.storeFault(c, "read monitor", err)
+		return store.Monitor{}, s.storeFault(c, "read monitor", err)
 	}
 	return m, nil
 }
 
-// SetMonitorState pauses or resumes an account's monitor and its schedule.
-func (p *Pipeline) SetMonitorState(ctx context.Context, accountID, id, state string) (store.Monitor, *envelope.Error) {
+// SetState pauses or resumes an account's monitor and its schedule.
+func (s *Service) SetState(ctx context.Context, accountID, id, state string) (store.Monitor, *envelope.Error) {
 	reason, message := "", ""
 	if state == store.MonitorPaused {
 		reason, message = store.PausedByUser, "Paused by the account."
 	}
-	m, err := p.cfg.Monitors.SetMonitorState(ctx, accountID, id, state, reason, message, p.cfg.Now().UTC())
+	m, err := s.cfg.Monitors.SetMonitorState(ctx, accountID, id, state, reason, message, s.cfg.Now().UTC())
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return store.Monitor{}, monitorNotFound()
 	case err != nil:
-		return store.Monitor{}, p.monitorFault("set monitor state", err)
+		return store.Monitor{}, s.fault("set monitor state", err)
 	}
-	if err := p.cfg.Scheduler.Schedule(ctx, m); err != nil {
+	if err := s.cfg.Scheduler.Schedule(ctx, m); err != nil {
 		// The state is stored; a paused monitor's run does nothing anyway,
 		// and a resumed one's schedule is written again on the next change.
-		return store.Monitor{}, p.monitorFault("reschedule monitor", err)
+		return store.Monitor{}, s.fault("reschedule monitor", err)
 	}
 	return m, nil
 }
 
-// DeleteMonitor deletes an account's monitor and its schedule: the
-// schedule first, so a monitor is never left running unseen.
-func (p *Pipeline) DeleteMonitor(ctx context.Context, accountID, id string) *envelope.Error {
-	m, err := p.cfg.Monitors.Monitor(ctx, accountID, id)
+// Delete deletes an account's monitor and its schedule: the schedule
+// first, so a monitor is never left running unseen.
+func (s *Service) Delete(ctx context.Context, accountID, id string) *envelope.Error {
+	m, err := s.cfg.Monitors.Monitor(ctx, accountID, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return monitorNotFound()
 	case err != nil:
-		return p.monitorFault("read monitor", err)
+		return s.fault("read monitor", err)
 	}
-	if err := p.cfg.Scheduler.Unschedule(ctx, m); err != nil {
-		return p.monitorFault("unschedule monitor", err)
+	if err := s.cfg.Scheduler.Unschedule(ctx, m); err != nil {
+		return s.fault("unschedule monitor", err)
 	}
-	if err := p.cfg.Monitors.DeleteMonitor(ctx, accountID, id); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return p.monitorFault("delete monitor", err)
+	if err := s.cfg.Monitors.DeleteMonitor(ctx, accountID, id); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return s.fault("delete monitor", err)
 	}
 	return nil
 }
 
-// MonitorRuns pages a monitor's runs, newest first.
-func (p *Pipeline) MonitorRuns(ctx context.Context, accountID, id, limit, cursor string) (any, *envelope.Error) {
-	if _, err := p.cfg.Monitors.Monitor(ctx, accountID, id); errors.Is(err, store.ErrNotFound) {
+// Runs pages a monitor's runs, newest first.
+func (s *Service) Runs(ctx context.Context, accountID, id, limit, cursor string) (any, *envelope.Error) {
+	if _, err := s.cfg.Monitors.Monitor(ctx, accountID, id); errors.Is(err, store.ErrNotFound) {
 		return nil, monitorNotFound()
 	} else if err != nil {
-		return nil, p.monitorFault("read monitor", err)
+		return nil, s.fault("read monitor", err)
 	}
 	n := 20
 	if limit != "" {
-		if v, ok := parseLimit(limit); ok {
+		if v, ok := ParseLimit(limit); ok {
 			n = v
 		}
 	}
-	page, err := p.cfg.Monitors.Runs(ctx, accountID, id, store.RunQuery{Limit: n, Cursor: cursor}, p.cfg.Now())
+	page, err := s.cfg.Monitors.Runs(ctx, accountID, id, store.RunQuery{Limit: n, Cursor: cursor}, s.cfg.Now())
 	switch {
 	case errors.Is(err, store.ErrBadCursor):
 		return nil, envelope.New(envelope.InvalidParameters, http.StatusUnprocessableEntity,
 			"The cursor is not valid; pass back the cursor of the previous page unchanged.", map[string]any{"field": "cursor", "reason": "invalid_cursor"})
 	case err != nil:
-		return nil, p.monitorFault("list runs", err)
+		return nil, s.fault("list runs", err)
 	}
 	items := make([]runView, len(page.Runs))
 	for i, r := range page.Runs {
@@ -393,29 +453,30 @@ func (p *Pipeline) MonitorRuns(ctx context.Context, accountID, id, limit, cursor
 	return map[string]any{"items": items, "count": len(items), "cursor": next, "has_more": next != nil}, nil
 }
 
-func parseLimit(s string) (int, bool) {
+// ParseLimit reads a runs page's limit: 1 to 100.
+func ParseLimit(s string) (int, bool) {
 	n, err := strconv.Atoi(s)
 	return n, err == nil && n >= 1 && n <= 100
 }
 
-// RunMonitor makes the run a schedule delivered: one real call of the
+// Run makes the run a schedule delivered: one real call of the
 // monitor's operation with its key, recorded under the scheduled time. A
 // second delivery of the same time finds the run claimed or done and does
 // nothing, so it never charges twice. A deleted or paused monitor's
 // delivery does nothing.
-func (p *Pipeline) RunMonitor(ctx context.Context, rr monitors.RunRequest) error {
-	if p.cfg.Monitors == nil {
-		return errors.New("pipeline: monitors are not configured")
+func (s *Service) Run(ctx context.Context, rr RunRequest) error {
+	if s.cfg.Monitors == nil {
+		return errors.New("monitors: monitors are not configured")
 	}
 	if rr.AccountID == "" || rr.MonitorID == "" || rr.ScheduledAt.IsZero() {
-		return errors.New("pipeline: a monitor run needs an account, a monitor and a scheduled time")
+		return errors.New("monitors: a monitor run needs an account, a monitor and a scheduled time")
 	}
-	m, err := p.cfg.Monitors.Monitor(ctx, rr.AccountID, rr.MonitorID)
+	m, err := s.cfg.Monitors.Monitor(ctx, rr.AccountID, rr.MonitorID)
 	if errors.Is(err, store.ErrNotFound) {
 		// A schedule that outlived its monitor: remove it.
-		if p.cfg.Scheduler != nil {
-			if uerr := p.cfg.Scheduler.Unschedule(ctx, store.Monitor{ID: rr.MonitorID, AccountID: rr.AccountID}); uerr != nil {
-				p.cfg.Logger.Warn("stale monitor schedule not removed", "monitor_id", rr.MonitorID, "error", uerr.Error())
+		if s.cfg.Scheduler != nil {
+			if uerr := s.cfg.Scheduler.Unschedule(ctx, store.Monitor{ID: rr.MonitorID, AccountID: rr.AccountID}); uerr != nil {
+				s.cfg.Logger.Warn("stale monitor schedule not removed", "monitor_id", rr.MonitorID, "error", uerr.Error())
 			}
 		}
 		return nil
@@ -426,52 +487,52 @@ func (p *Pipeline) RunMonitor(ctx context.Context, rr monitors.RunRequest) error
 	if m.State != store.MonitorActive {
 		return nil
 	}
-	now := p.cfg.Now().UTC()
+	now := s.cfg.Now().UTC()
 	scheduled := rr.ScheduledAt.UTC().Truncate(time.Second)
 	claim := store.NewEntryID()
-	run, claimed, err := p.cfg.Monitors.ClaimRun(ctx, store.MonitorRun{
+	run, claimed, err := s.cfg.Monitors.ClaimRun(ctx, store.MonitorRun{
 		ID: store.RunID(scheduled), MonitorID: m.ID, AccountID: m.AccountID, ScheduledAt: scheduled, Claim: claim,
-		Attempt: 1, Status: store.RunRunning, StartedAt: now, LeaseUntil: now.Add(monitorRunLease), ExpiresAt: now.Add(store.MonitorRunTTL),
+		Attempt: 1, Status: store.RunRunning, StartedAt: now, LeaseUntil: now.Add(pipeline.RunLease), ExpiresAt: now.Add(store.MonitorRunTTL),
 	}, now)
 	if err != nil || !claimed {
 		return err
 	}
-	outcome := p.monitorCall(ctx, m)
+	outcome := s.call(ctx, m)
 	run.Status, run.HTTPStatus, run.RequestID, run.CreditsUsed = outcome.status, outcome.httpStatus, outcome.requestID, outcome.creditsUsed
 	run.ErrorType, run.ErrorMessage = outcome.errType, outcome.errMessage
-	finished := p.cfg.Now().UTC()
+	finished := s.cfg.Now().UTC()
 	run.FinishedAt = &finished
 	if outcome.status == store.RunSucceeded {
 		run.Data = keepDocument(outcome.data)
 		if run.Data == nil {
 			run.ErrorMessage = "The data was larger than the 350 KB a run keeps; the call succeeded and was charged."
 		}
-		run.Changes = p.runChanges(ctx, m, run.Data)
+		run.Changes = s.changes(ctx, m, run.Data)
 	}
 	pauseReason, pauseMessage := outcome.pauseNow()
 	if pauseReason == "" {
-		pauseMessage = "Paused after " + strconv.Itoa(p.pauseAfter()) + " runs in a row did not succeed; the last: " + outcome.errType + ": " + outcome.errMessage
+		pauseMessage = "Paused after " + strconv.Itoa(s.pauseAfter()) + " runs in a row did not succeed; the last: " + outcome.errType + ": " + outcome.errMessage
 	}
-	updated, err := p.cfg.Monitors.CompleteRun(context.WithoutCancel(ctx), run, p.pauseAfter(), pauseReason, pauseMessage)
+	updated, err := s.cfg.Monitors.CompleteRun(context.WithoutCancel(ctx), run, s.pauseAfter(), pauseReason, pauseMessage)
 	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrNotClaimed) {
 		return nil // deleted meanwhile, or a takeover finished it
 	}
 	if err != nil {
 		return err
 	}
-	if updated.State == store.MonitorPaused && m.State == store.MonitorActive && p.cfg.Scheduler != nil {
-		if err := p.cfg.Scheduler.Schedule(context.WithoutCancel(ctx), updated); err != nil {
-			p.cfg.Logger.Warn("paused monitor's schedule not disabled; its runs do nothing", "monitor_id", m.ID, "error", err.Error())
+	if updated.State == store.MonitorPaused && m.State == store.MonitorActive && s.cfg.Scheduler != nil {
+		if err := s.cfg.Scheduler.Schedule(context.WithoutCancel(ctx), updated); err != nil {
+			s.cfg.Logger.Warn("paused monitor's schedule not disabled; its runs do nothing", "monitor_id", m.ID, "error", err.Error())
 		}
 	}
 	return nil
 }
 
-func (p *Pipeline) pauseAfter() int {
-	if p.cfg.MonitorPauseAfter > 0 {
-		return p.cfg.MonitorPauseAfter
+func (s *Service) pauseAfter() int {
+	if s.cfg.PauseAfter > 0 {
+		return s.cfg.PauseAfter
 	}
-	return DefaultMonitorPauseAfter
+	return DefaultPauseAfter
 }
 
 // keepDocument is b when a run may keep it.
@@ -482,16 +543,16 @@ func keepDocument(b []byte) []byte {
 	return b
 }
 
-// runChanges compares a run's data with the monitor's previous succeeded run.
-func (p *Pipeline) runChanges(ctx context.Context, m store.Monitor, data []byte) []byte {
+// changes compares a run's data with the monitor's previous succeeded run.
+func (s *Service) changes(ctx context.Context, m store.Monitor, data []byte) []byte {
 	if m.LastSucceededRun == "" || data == nil {
 		return nil
 	}
-	prev, err := p.cfg.Monitors.Run(ctx, m.AccountID, m.ID, m.LastSucceededRun, p.cfg.Now())
+	prev, err := s.cfg.Monitors.Run(ctx, m.AccountID, m.ID, m.LastSucceededRun, s.cfg.Now())
 	if err != nil || prev.Data == nil {
 		return nil // aged out or unreadable: no base to compare with
 	}
-	ch, err := monitors.Compare(prev.Data, data)
+	ch, err := Compare(prev.Data, data)
 	if err != nil {
 		return nil
 	}
@@ -526,15 +587,15 @@ func (o callOutcome) pauseNow() (reason, message string) {
 	return "", ""
 }
 
-// monitorCall runs the monitor's operation as the GET a caller would
+// call runs the monitor's operation as the GET a caller would
 // send, with the monitor's key, through the whole pipeline: admission,
 // validation, fair use, billing, usage event and log line; it skips the
 // cache lookup (Cache-Control: no-cache) but refreshes the entry.
-func (p *Pipeline) monitorCall(ctx context.Context, m store.Monitor) callOutcome {
+func (s *Service) call(ctx context.Context, m store.Monitor) callOutcome {
 	fail := func(t envelope.Type, msg string) callOutcome {
 		return callOutcome{status: store.RunFailed, httpStatus: http.StatusInternalServerError, errType: string(t), errMessage: msg}
 	}
-	k, err := p.cfg.Store.Key(ctx, m.AccountID, m.KeyID)
+	k, err := s.cfg.Keys.Key(ctx, m.AccountID, m.KeyID)
 	if errors.Is(err, store.ErrNotFound) {
 		return callOutcome{status: store.RunRefused, httpStatus: http.StatusUnauthorized, errType: string(envelope.Unauthorized), errMessage: "The key is deleted."}
 	}
@@ -557,7 +618,7 @@ func (p *Pipeline) monitorCall(ctx context.Context, m store.Monitor) callOutcome
 	// A monitor watches the source: each run reads it afresh, and its
 	// answer refreshes the cache for everyone else.
 	req.Header.Set("cache-control", "no-cache")
-	a := p.Run(req, RunAs{KeyHash: k.Hash, Parent: m.ID})
+	a := s.api.Run(req, pipeline.RunAs{KeyHash: k.Hash, Parent: m.ID})
 	return readOutcome(a.Status, a.Header.Get("x-request-id"), a.Body)
 }
 
