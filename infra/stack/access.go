@@ -354,7 +354,7 @@ func mcpTools(reg *registry.Registry, platform string) map[string][]string {
 // the monitors' EventBridge Scheduler schedules, with reasons: the
 // monitors API's functions (create, pause, resume, delete) and the
 // worker, whose runs disable the schedule of a monitor they pause and
-// delete a schedule that outlived its monitor (pipeline.RunMonitor). They
+// delete a schedule that outlived its monitor (monitors.Service.Run). They
 // get the scheduler's environment and permissions.
 func MonitorSchedulers(reg *registry.Registry) map[string][]string {
 	out := map[string][]string{}

@@ -1,7 +1,12 @@
-// Package console holds the console web page (spec 3.1's "console"): one
-// HTML page, its stylesheet and its script, embedded in the binary. The
-// page speaks the console API (/console/...), so the two cannot disagree;
-// nothing is loaded from another origin.
+// Package console is the console (spec 3.1): the web page (one HTML page,
+// its stylesheet and its script, embedded in the binary; nothing is loaded
+// from another origin), its session (a sign-in cookie and CSRF token), the
+// console API the page speaks (/console/…: an account's keys, usage,
+// ledger, status and monitors) and the operator API (/admin: accounts and
+// grants). The pipeline serves it as a pipeline.Surface, so each request
+// has the pipeline's request id, log line and Idempotency-Key handling.
+// It may touch accounts and keys, grant credits (operator) and read the
+// ledger, usage and status figures; it runs no paid call.
 package console
 
 import (

@@ -1,8 +1,10 @@
-// Package monitors holds what monitors and web jobs share with the world
-// outside the request pipeline: the scheduler that keeps one schedule per
-// monitor (EventBridge Scheduler in AWS, an in-process one locally), what
-// a schedule delivers to the worker, the jobs queue's message, and the
-// changes between two runs' data. The pipeline runs both.
+// Package monitors is the monitors feature: the account's monitors API
+// (/v1/monitors…, Service), the runs their schedules deliver (each one
+// call through the pipeline's Runner, pipeline.Run, with the monitor's
+// key), the scheduler that keeps one schedule per monitor (EventBridge
+// Scheduler in AWS, package awsscheduler; an in-process one locally) and
+// the changes between two runs' data. It may touch the monitors' records
+// and read keys; calls, billing and the cache are the pipeline's.
 package monitors
 
 import (

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/meridian-data/meridian/shared/envelope"
@@ -48,7 +49,11 @@ type Config struct {
 // nothing else of the store.
 type Service struct {
 	cfg Config
-	api pipeline.Runner
+	// api is the pipeline the service was first given: its runs go
+	// through it. A pipeline built later from the same configuration
+	// (the one /mcp runs tool calls on) serves the same handlers.
+	api  pipeline.Runner
+	bind sync.Once
 }
 
 var _ pipeline.Feature = (*Service)(nil)
@@ -68,7 +73,7 @@ func New(cfg Config) *Service {
 // Handlers implements pipeline.Feature: /v1/monitors… when the deployment
 // can schedule monitors.
 func (s *Service) Handlers(r pipeline.Runner) map[string]pipeline.Handler {
-	s.api = r
+	s.bind.Do(func() { s.api = r })
 	if s.cfg.Monitors == nil || s.cfg.Scheduler == nil || s.cfg.Keys == nil {
 		return nil
 	}

@@ -1,7 +1,14 @@
 // Package pipeline is Meridian's request pipeline: one http.Handler that
 // every Lambda function and the local server run. It resolves the path,
-// authenticates, validates and dispatches, and writes every answer in the
-// envelopes of spec 2.1 and 2.2.
+// authenticates and admits, validates and dispatches, bills, caches and
+// replays, and writes every answer in the envelopes of spec 2.1 and 2.2.
+//
+// It holds the request path only. Features that run requests on someone's
+// behalf (batch items and composite legs inside it; monitors, web jobs
+// and MCP tool calls outside it) do so through Run, the one entry point.
+// Features with endpoints of their own plug in as a Feature (given the
+// pipeline as a Runner) or, outside /v1, as a Surface (the console);
+// the service's own free endpoints come from shared/service.
 package pipeline
 
 import (

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/meridian-data/meridian/shared/auth"
@@ -55,7 +56,11 @@ type Config struct {
 // Worker runs web jobs and serves their state.
 type Worker struct {
 	cfg Config
-	api pipeline.Runner
+	// api is the pipeline the worker was first given: its jobs' calls go
+	// through it (a pipeline built later from the same configuration, the
+	// one /mcp runs tool calls on, serves the same handler).
+	api  pipeline.Runner
+	bind sync.Once
 }
 
 var _ pipeline.Feature = (*Worker)(nil)
@@ -74,7 +79,7 @@ func New(cfg Config) *Worker {
 
 // Handlers implements pipeline.Feature: GET /v1/web/jobs/{id}.
 func (w *Worker) Handlers(r pipeline.Runner) map[string]pipeline.Handler {
-	w.api = r
+	w.bind.Do(func() { w.api = r })
 	if w.cfg.Jobs == nil {
 		return nil
 	}
