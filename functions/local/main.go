@@ -6,6 +6,7 @@ package main
 import (
 	"github.com/meridian-data/meridian/shared/apidocs"
 	"github.com/meridian-data/meridian/shared/app"
+	"github.com/meridian-data/meridian/shared/mcpserver"
 )
 
-func main() { app.RunLocal(app.WithReference(apidocs.Page{})) }
+func main() { app.RunLocal(app.WithReference(apidocs.Page{}), app.WithMCP(mcpserver.NewSurface)) }

@@ -489,7 +489,7 @@ func TestGrantsCoverWhatTheFunctionsDo(t *testing.T) {
 				Store: st, Throttle: auth.NewThrottle(10_000),
 				Upstream: app.NewUpstream(logger, noSecrets, replayURL),
 				Events:   emitter, AdminToken: adminToken,
-				Scheduler: sched, Jobs: jobs,
+				Scheduler: sched, Jobs: jobs, MCP: mcpserver.NewSurface,
 			}
 			h := gateway.Local(reg.Routes(), map[registry.Family]http.Handler{family: app.New(app.Config(family, logger, deps))}, logger, "")
 			c := caller{t: t, handler: h, flush: func() { _ = emitter.Flush(ctx) }}

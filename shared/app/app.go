@@ -17,6 +17,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -98,6 +99,10 @@ type Deps struct {
 	// by the mains that serve it (the service function and the local
 	// server; WithReference), so no other function embeds its assets.
 	Reference pipeline.Reference
+	// MCP builds the /mcp surface: set by the mains that serve it (the
+	// mcp function and the local server; WithMCP), so no other function
+	// links the MCP server and its SDK.
+	MCP MCPSurface
 	// emitter is Events when a Lambda function must flush it after each invocation.
 	emitter *usage.Emitter
 }
@@ -158,7 +163,13 @@ type Settings struct {
 	MonitorPauseAfter int
 	// AdminToken enables the operator API (/admin) when set.
 	AdminToken string
+	// MCP builds the /mcp surface (nil: /mcp is not served here).
+	MCP MCPSurface
 }
+
+// MCPSurface builds the /mcp surface (shared/mcpserver.NewSurface) over
+// tools, the API its tool calls run on, asked for on first use.
+type MCPSurface func(reg *registry.Registry, tools func() pipeline.Runner, schemas openapi.DataSchemas, logger *slog.Logger) pipeline.Surface
 
 // API is one process's API for a family ("" for all): the request
 // pipeline, and the features built on it, each reaching the request path
@@ -193,6 +204,18 @@ func New(s Settings) *API {
 		Throttle: cfg.Throttle, AdminToken: s.AdminToken, Logger: cfg.Logger, Now: cfg.Now,
 	})
 	cfg.Surfaces = append(cfg.Surfaces, a.Console)
+	if s.MCP != nil {
+		// A tool may be any family's endpoint: tool calls run on an API
+		// serving every family, in this process.
+		all := s
+		all.Family, all.MCP = "", nil
+		var once sync.Once
+		var tools *API
+		cfg.Surfaces = append(cfg.Surfaces, s.MCP(cfg.Registry, func() pipeline.Runner {
+			once.Do(func() { tools = New(all) })
+			return tools
+		}, cfg.DataSchemas, cfg.Logger))
+	}
 	a.Pipeline = pipeline.New(cfg)
 	return a
 }
@@ -270,6 +293,7 @@ func Config(family registry.Family, logger *slog.Logger, deps Deps) Settings {
 		Monitors:   monitorStore,
 		Scheduler:  deps.Scheduler,
 		AdminToken: cmp.Or(deps.AdminToken, os.Getenv(EnvAdminToken)),
+		MCP:        deps.MCP,
 	}
 }
 
@@ -386,6 +410,11 @@ type Option func(*Deps)
 // WithReference serves the API reference page (apidocs) from this main.
 func WithReference(r pipeline.Reference) Option {
 	return func(d *Deps) { d.Reference = r }
+}
+
+// WithMCP serves /mcp (mcpserver.NewSurface) from this main.
+func WithMCP(m MCPSurface) Option {
+	return func(d *Deps) { d.MCP = m }
 }
 
 // LocalHandler serves every family in one process, each request as its

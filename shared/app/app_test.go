@@ -20,6 +20,7 @@ import (
 
 	"github.com/meridian-data/meridian/shared/app"
 	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/mcpserver"
 	"github.com/meridian-data/meridian/shared/registry"
 )
 
@@ -327,7 +328,11 @@ func invoke(t *testing.T, name string, family registry.Family, ev events.APIGate
 	t.Helper()
 	var logBuf bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	resp, err := app.Function(family, logger, app.Deps{})(context.Background(), ev)
+	deps := app.Deps{}
+	if family == registry.MCP {
+		deps.MCP = mcpserver.NewSurface // as functions/mcp/main.go gives it
+	}
+	resp, err := app.Function(family, logger, deps)(context.Background(), ev)
 	if err != nil {
 		t.Fatalf("%s: the handler returned an error (API Gateway would answer an untyped 500): %v", name, err)
 	}

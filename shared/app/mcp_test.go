@@ -42,7 +42,7 @@ func startMCP(t *testing.T) *mcpFixture {
 	f := &mcpFixture{store: s}
 	f.account, f.key = newAccount(t, s, 10, nil)
 	_, f.broke = newAccount(t, s, 1, nil)
-	h := app.LocalHandler(quietLogger(), app.Deps{Store: s, Upstream: mcpUpstream(base)})
+	h := app.LocalHandler(quietLogger(), app.Deps{Store: s, Upstream: mcpUpstream(base), MCP: mcpserver.NewSurface})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	f.url = srv.URL + "/mcp"
@@ -429,7 +429,7 @@ func TestMCPInvalidKeyThrottleIsPerClient(t *testing.T) {
 	_, keyA := newAccount(t, s, 10, nil)
 	_, keyB := newAccount(t, s, 10, nil)
 	flicker := &failingInToolCalls{Store: s, hash: auth.Hash(keyA)}
-	h := app.LocalHandler(quietLogger(), app.Deps{Store: flicker, Throttle: auth.NewThrottle(20), Upstream: mcpUpstream(base)})
+	h := app.LocalHandler(quietLogger(), app.Deps{Store: flicker, Throttle: auth.NewThrottle(20), Upstream: mcpUpstream(base), MCP: mcpserver.NewSurface})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	a := connectFrom(t, srv.URL+"/mcp", "127.0.0.2", keyA)

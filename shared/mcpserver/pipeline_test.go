@@ -17,6 +17,7 @@ import (
 	"github.com/meridian-data/meridian/shared/app"
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/mcpserver"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/store/embedded"
 	"github.com/meridian-data/meridian/shared/upstream"
@@ -70,7 +71,7 @@ func startPipeline(t *testing.T, release <-chan struct{}) *pipelineFixture {
 			"microblog_a/search":      canned(map[string]any{"id": "1", "text": "acme"}, map[string]any{"id": "2", "text": "acme"}),
 		}}
 	runner := upstream.NewRunner([]*upstream.Provider{sources}, upstream.Settings{})
-	api := app.New(app.Config("", quiet, app.Deps{Store: s, Upstream: runner}))
+	api := app.New(app.Config("", quiet, app.Deps{Store: s, Upstream: runner, MCP: mcpserver.NewSurface}))
 	f := &pipelineFixture{key: key, store: s, account: acct.ID, callGone: make(chan struct{})}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {

@@ -49,9 +49,8 @@ type Config struct {
 // nothing else of the store.
 type Service struct {
 	cfg Config
-	// api is the pipeline the service was first given: its runs go
-	// through it. A pipeline built later from the same configuration
-	// (the one /mcp runs tool calls on) serves the same handlers.
+	// api is the pipeline the service was given (the first, should it be
+	// given to more than one): its runs go through it.
 	api  pipeline.Runner
 	bind sync.Once
 }

@@ -170,7 +170,6 @@ type Pipeline struct {
 	wallets     walletQueue
 	routes      *registry.RouteTable
 	sandboxData sandboxMemo
-	mcp         mcpSurface
 	// svc serves the service's own endpoints (shared/service).
 	svc *service.Service
 	// cacheInProcess: cache lookups are made in line (store.InProcess).
@@ -428,8 +427,6 @@ func (p *Pipeline) route(x *exchange) {
 		p.cfg.Reference.ServeHTTP(x.w, x.r)
 	case (path == "/openapi.json" || path == "/openapi.yaml") && x.r.Method == http.MethodGet:
 		p.serveOpenAPI(x, strings.HasSuffix(path, ".yaml"))
-	case path == "/mcp":
-		p.serveMCP(x)
 	default:
 		x.fail(registry.PathNotFound(path))
 	}

@@ -4,10 +4,11 @@ import (
 	"net/http"
 
 	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/params"
 )
 
 // Surface serves paths of its own outside /v1 (the console and the
-// operator API, shared/console) inside the pipeline's handling of a
+// operator API, shared/console; /mcp, shared/mcpserver) inside the pipeline's handling of a
 // request: its request id, log line and recovered panic, and the effects
 // its answer implies landed before the answer leaves. It reaches the
 // request only through the Exchange it is given.
@@ -60,4 +61,14 @@ func (e *Exchange) Idempotent(owner, request, credential string) (handled bool) 
 		e.x.effect(finish)
 	}
 	return handled
+}
+
+// Authenticate checks the request's API key as /v1 does (Bearer
+// accepted, spec 5.2), counting a wrong one against the client's
+// invalid-key throttle, without admitting the request against the
+// limits; a refusal is the envelope to answer with.
+func (e *Exchange) Authenticate() *envelope.Error {
+	query, _ := params.Parse(e.x.r.URL.RawQuery)
+	_, refusal := e.p.authenticate(e.x, query, true, false)
+	return refusal
 }

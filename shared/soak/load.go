@@ -22,6 +22,7 @@ import (
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
 	"github.com/meridian-data/meridian/shared/internal/devscripts"
+	"github.com/meridian-data/meridian/shared/mcpserver"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/upstream"
 	"github.com/meridian-data/meridian/shared/upstream/adapters"
@@ -149,7 +150,7 @@ func Run(ctx context.Context, p Profile, env Env) (Report, error) {
 	defer stopUpstream()
 	r.api = app.LocalHandler(env.Logger, app.Deps{
 		Store: env.Store, Throttle: auth.NewThrottle(1_000_000), Upstream: upstreamServer.runner,
-		Events: env.Events,
+		Events: env.Events, MCP: mcpserver.NewSurface,
 	})
 
 	env.Faults.Start()

@@ -56,9 +56,8 @@ type Config struct {
 // Worker runs web jobs and serves their state.
 type Worker struct {
 	cfg Config
-	// api is the pipeline the worker was first given: its jobs' calls go
-	// through it (a pipeline built later from the same configuration, the
-	// one /mcp runs tool calls on, serves the same handler).
+	// api is the pipeline the worker was given (the first, should it be
+	// given to more than one): its jobs' calls go through it.
 	api  pipeline.Runner
 	bind sync.Once
 }
