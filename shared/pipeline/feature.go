@@ -10,7 +10,7 @@ import (
 
 // Feature is a part of the service built on the pipeline that serves
 // endpoints of its own: monitors (shared/monitors) and web jobs' state
-// (shared/jobs). New gives each the pipeline as a Runner, the only way it
+// (shared/webjobs). New gives each the pipeline as a Runner, the only way it
 // reaches the request path, and serves the handlers it returns as
 // built-ins (unless Config.Handlers already has the key).
 type Feature interface {

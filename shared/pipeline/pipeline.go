@@ -7,7 +7,8 @@
 // behalf (batch items and composite legs inside it; monitors, web jobs
 // and MCP tool calls outside it) do so through Run, the one entry point.
 // Features with endpoints of their own plug in as a Feature (given the
-// pipeline as a Runner) or, outside /v1, as a Surface (the console);
+// pipeline as a Runner) or, outside /v1, as a Surface (the console,
+// /mcp);
 // the service's own free endpoints come from shared/service.
 package pipeline
 

@@ -8,10 +8,11 @@ import (
 )
 
 // Surface serves paths of its own outside /v1 (the console and the
-// operator API, shared/console; /mcp, shared/mcpserver) inside the pipeline's handling of a
-// request: its request id, log line and recovered panic, and the effects
-// its answer implies landed before the answer leaves. It reaches the
-// request only through the Exchange it is given.
+// operator API, shared/console; /mcp, shared/mcpserver) inside the
+// pipeline's handling of a request: its request id, log line and
+// recovered panic, and the effects its answer implies landed before the
+// answer leaves. It reaches the request only through the Exchange it is
+// given.
 type Surface interface {
 	// Owns reports whether the surface answers path.
 	Owns(path string) bool
