@@ -8,8 +8,7 @@
 // and MCP tool calls outside it) do so through Run, the one entry point.
 // Features with endpoints of their own plug in as a Feature (given the
 // pipeline as a Runner) or, outside /v1, as a Surface (the console,
-// /mcp);
-// the service's own free endpoints come from shared/service.
+// /mcp); the service's own free endpoints come from shared/service.
 package pipeline
 
 import (
@@ -101,7 +100,7 @@ type Config struct {
 	// Throttle refuses clients that keep presenting invalid keys.
 	Throttle *auth.Throttle
 	// Surfaces serve paths of their own outside /v1 (the console and the
-	// operator API).
+	// operator API, /mcp).
 	Surfaces []Surface
 	// DataSchemas publishes each data endpoint's data schema (OpenAPI).
 	DataSchemas openapi.DataSchemas
