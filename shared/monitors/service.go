@@ -469,8 +469,11 @@ func ParseLimit(s string) (int, bool) {
 // nothing, so it never charges twice. A deleted or paused monitor's
 // delivery does nothing.
 func (s *Service) Run(ctx context.Context, rr RunRequest) error {
-	if s.cfg.Monitors == nil {
+	if s.cfg.Monitors == nil || s.cfg.Keys == nil {
 		return errors.New("monitors: monitors are not configured")
+	}
+	if s.api == nil {
+		return errors.New("monitors: the service was not given to a pipeline")
 	}
 	if rr.AccountID == "" || rr.MonitorID == "" || rr.ScheduledAt.IsZero() {
 		return errors.New("monitors: a monitor run needs an account, a monitor and a scheduled time")

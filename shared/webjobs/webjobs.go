@@ -161,8 +161,11 @@ func (w *Worker) jobHandler(ctx context.Context, c *pipeline.Call) (any, *envelo
 // one the sweep already refunded fails the job, refunded, and nothing
 // runs, so a job never delivers data that was not paid for.
 func (w *Worker) Run(ctx context.Context, msg queue.JobMessage) error {
-	if w.cfg.Jobs == nil {
+	if w.cfg.Jobs == nil || w.cfg.Store == nil {
 		return errors.New("webjobs: web jobs are not configured")
+	}
+	if w.api == nil {
+		return errors.New("webjobs: the worker was not given to a pipeline")
 	}
 	now := w.cfg.Now().UTC()
 	job, owned, err := w.cfg.Jobs.StartJob(ctx, msg.AccountID, msg.JobID, now, now.Add(jobLease))
