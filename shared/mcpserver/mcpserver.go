@@ -8,6 +8,11 @@
 // responses, so every request stands alone, as Lambda needs; a call of a
 // streaming tool that asks for progress is answered as server-sent events
 // instead, carrying a progress notification per leg (progress.go).
+//
+// The pipeline serves it as a Surface (surface.go), given only by the mains
+// that serve /mcp (app.WithMCP), so no other function links the SDK. It
+// touches nothing itself: the caller is authenticated through the
+// pipeline's Exchange, and every tool call runs through pipeline.Run.
 package mcpserver
 
 import (
