@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -187,6 +188,8 @@ type API struct {
 // New builds the API of s.
 func New(s Settings) *API {
 	cfg := s.Config
+	// The features are added to copies: New(all) below starts from s again.
+	cfg.Features, cfg.Surfaces = slices.Clip(cfg.Features), slices.Clip(cfg.Surfaces)
 	a := &API{}
 	if s.Monitors != nil {
 		a.Monitors = monitors.New(monitors.Config{
