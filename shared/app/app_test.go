@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/meridian-data/meridian/shared/app"
 	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/envelope/envelopetest"
 	"github.com/meridian-data/meridian/shared/mcpserver"
 	"github.com/meridian-data/meridian/shared/registry"
 )
@@ -27,8 +27,6 @@ import (
 // eventsDir holds the API Gateway HTTP API (payload 2.0) events, one
 // directory per family, and expected.json.
 const eventsDir = "../../testdata/events"
-
-var requestIDPattern = regexp.MustCompile(`^req_[0-9a-f]{32}$`)
 
 // expectation is one entry of expected.json.
 type expectation struct {
@@ -249,8 +247,8 @@ func checkEnvelope(t *testing.T, name string, status int, contentType, requestID
 		t.Errorf("%s: body is not JSON: %v: %.300q", name, err, body)
 		return f
 	}
-	if !requestIDPattern.MatchString(f.RequestID) {
-		t.Errorf("%s: request_id %q does not match %s", name, f.RequestID, requestIDPattern)
+	if !envelopetest.RequestID.MatchString(f.RequestID) {
+		t.Errorf("%s: request_id %q does not match %s", name, f.RequestID, envelopetest.RequestID)
 	}
 	if requestIDHeader != f.RequestID {
 		t.Errorf("%s: x-request-id %q != body request_id %q", name, requestIDHeader, f.RequestID)
@@ -399,7 +397,7 @@ func TestFunctionEvents(t *testing.T) {
 				if strings.HasPrefix(ev.RawPath, "/openapi") && !bytes.Contains(r.body, []byte("3.1.0")) {
 					t.Errorf("not an OpenAPI 3.1 document: %.100s", r.body)
 				}
-				if !requestIDPattern.MatchString(header(r.resp, "x-request-id")) {
+				if !envelopetest.RequestID.MatchString(header(r.resp, "x-request-id")) {
 					t.Errorf("x-request-id %q", header(r.resp, "x-request-id"))
 				}
 				return

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/meridian-data/meridian/shared/app"
+	"github.com/meridian-data/meridian/shared/envelope/envelopetest"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/store/embedded"
 	"github.com/meridian-data/meridian/shared/upstream"
@@ -391,7 +392,7 @@ func checkStream(t *testing.T, name string, r sseRead) searchStream {
 	if r.response.Status != http.StatusOK || !strings.HasPrefix(r.response.ContentType, "text/event-stream") {
 		t.Fatalf("%s: %d %q, want 200 text/event-stream", name, r.response.Status, r.response.ContentType)
 	}
-	if !requestIDPattern.MatchString(r.response.RequestID) {
+	if !envelopetest.RequestID.MatchString(r.response.RequestID) {
 		t.Errorf("%s: x-request-id %q", name, r.response.RequestID)
 	}
 	s := searchStream{requestID: r.response.RequestID}
@@ -451,7 +452,7 @@ func checkLegEvent(t *testing.T, name string, data json.RawMessage) legEvent {
 		t.Errorf("%s: leg data: %v", name, err)
 		return l
 	}
-	if l.Platform == "" || l.Status == nil || l.OK == nil || !requestIDPattern.MatchString(l.RequestID) {
+	if l.Platform == "" || l.Status == nil || l.OK == nil || !envelopetest.RequestID.MatchString(l.RequestID) {
 		t.Errorf("%s: leg event without platform, status, ok or request_id: %s", name, data)
 		return l
 	}

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/envelope/envelopetest"
 	"github.com/meridian-data/meridian/shared/registry"
 	"github.com/meridian-data/meridian/shared/store"
 	"github.com/meridian-data/meridian/shared/store/embedded"
@@ -117,56 +117,6 @@ func (e *fuzzEnv) serve(method, target string, body []byte, headers ...string) *
 	rec := httptest.NewRecorder()
 	e.p.ServeHTTP(rec, req)
 	return rec
-}
-
-// fuzzFailure is the error envelope of spec 2.2 as the fuzzers read it.
-type fuzzFailure struct {
-	Success *bool `json:"success"`
-	Error   *struct {
-		Type    envelope.Type  `json:"type"`
-		Message string         `json:"message"`
-		Status  int            `json:"status"`
-		DocURL  string         `json:"doc_url"`
-		Details map[string]any `json:"details"`
-	} `json:"error"`
-	CreditsUsed *json.Number `json:"credits_used"`
-	RequestID   string       `json:"request_id"`
-}
-
-// typedFailure checks that body is a typed error envelope (spec 2.2) for
-// status: success false, a type of the roster that may carry that status,
-// the status repeated, a doc_url anchored at the type, credits_used 0 and
-// a request id. It returns the envelope, or an error saying what is wrong.
-func typedFailure(status int, body []byte) (fuzzFailure, error) {
-	var f fuzzFailure
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&f); err != nil {
-		return f, fmt.Errorf("not a JSON object: %v", err)
-	}
-	switch {
-	case f.Success == nil || *f.Success:
-		return f, fmt.Errorf("success is not false")
-	case f.Error == nil || f.Error.Type == "" || f.Error.Message == "":
-		return f, fmt.Errorf("no error.type and error.message")
-	case f.Error.Status != status:
-		return f, fmt.Errorf("error.status %d for HTTP %d", f.Error.Status, status)
-	case !strings.HasSuffix(f.Error.DocURL, "#"+f.Error.Type.Anchor()):
-		return f, fmt.Errorf("doc_url %q is not anchored at %s", f.Error.DocURL, f.Error.Type)
-	case f.CreditsUsed == nil || f.CreditsUsed.String() != "0":
-		return f, fmt.Errorf("credits_used %v, want 0", f.CreditsUsed)
-	case !requestIDPattern.MatchString(f.RequestID):
-		return f, fmt.Errorf("request_id %q", f.RequestID)
-	}
-	for _, info := range envelope.Roster {
-		if info.Type == f.Error.Type {
-			if !info.Emitted || !slices.Contains(info.Statuses, status) {
-				return f, fmt.Errorf("%s is not emitted with status %d", f.Error.Type, status)
-			}
-			return f, nil
-		}
-	}
-	return f, fmt.Errorf("error.type %q is not in the roster", f.Error.Type)
 }
 
 // batchEntry is one results[] entry as FuzzBatchBody reads it.
@@ -293,7 +243,7 @@ func FuzzBatchBody(f *testing.F) {
 func checkBatchRefusal(t *testing.T, rec *httptest.ResponseRecorder, size int) {
 	t.Helper()
 	raw := rec.Body.Bytes()
-	f, err := typedFailure(rec.Code, raw)
+	f, err := envelopetest.TypedFailure(rec.Code, raw)
 	if err != nil {
 		t.Fatalf("HTTP %d: %v: %.500s", rec.Code, err, raw)
 	}
@@ -370,7 +320,7 @@ func checkBatchWrapper(t *testing.T, raw []byte, before int64) int64 {
 			t.Fatalf("results[%d]: credits_used %v", i, r.CreditsUsed)
 		}
 		sum += n
-		if !requestIDPattern.MatchString(r.RequestID) || ids[r.RequestID] {
+		if !envelopetest.RequestID.MatchString(r.RequestID) || ids[r.RequestID] {
 			t.Fatalf("results[%d]: request_id %q missing or repeated", i, r.RequestID)
 		}
 		ids[r.RequestID] = true
@@ -388,7 +338,7 @@ func checkBatchWrapper(t *testing.T, raw []byte, before int64) int64 {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := typedFailure(*r.Status, entry); err != nil {
+		if _, err := envelopetest.TypedFailure(*r.Status, entry); err != nil {
 			t.Fatalf("results[%d] (status %d): %v: %s", i, *r.Status, err, r.Error)
 		}
 	}

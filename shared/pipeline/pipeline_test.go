@@ -8,13 +8,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/meridian-data/meridian/shared/auth"
 	"github.com/meridian-data/meridian/shared/envelope"
+	"github.com/meridian-data/meridian/shared/envelope/envelopetest"
 	"github.com/meridian-data/meridian/shared/registry"
 )
 
@@ -98,31 +98,12 @@ func (r response) details() map[string]any {
 	return d
 }
 
-var requestIDPattern = regexp.MustCompile(`^req_[0-9a-f]{32}$`)
-
 // checkEnvelope asserts the rules of spec 2.1 and 2.2 that hold for every
 // routed JSON response.
 func checkEnvelope(t *testing.T, r response) {
 	t.Helper()
-	id, _ := r.body["request_id"].(string)
-	if !requestIDPattern.MatchString(id) || r.header.Get("x-request-id") != id {
-		t.Errorf("request_id %q, header %q", id, r.header.Get("x-request-id"))
-	}
-	if _, ok := r.body["credits_used"]; !ok {
-		t.Error("credits_used missing")
-	}
-	if r.code >= 400 {
-		e := r.body["error"].(map[string]any)
-		if r.body["success"] != false || r.body["credits_used"] != float64(0) || r.header.Get("x-credits-used") != "0" {
-			t.Errorf("failure must report credits_used 0: %v / %q", r.body["credits_used"], r.header.Get("x-credits-used"))
-		}
-		if e["status"] != float64(r.code) || e["message"] == "" {
-			t.Errorf("error.status %v for HTTP %d", e["status"], r.code)
-		}
-		want := "http://api.test/docs/errors#" + strings.ReplaceAll(strings.ToLower(e["type"].(string)), "_", "-")
-		if e["doc_url"] != want {
-			t.Errorf("doc_url %v, want %s", e["doc_url"], want)
-		}
+	for _, p := range envelopetest.Problems(r.code, r.header, r.body, "http://api.test/docs/errors") {
+		t.Error(p)
 	}
 }
 
