@@ -126,7 +126,7 @@ func safeMethod(m string) bool { return m == http.MethodGet || m == http.MethodH
 // session.
 func sessionCookie(r *http.Request, token string) *http.Cookie {
 	c := &http.Cookie{Name: SessionCookie, Value: token, Path: "/console", HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: r.TLS != nil || forwardedProto(r) == "https"}
+		Secure: r.TLS != nil || envelope.ForwardedProto(r) == "https"}
 	if token == "" {
 		c.MaxAge = -1
 	}
@@ -219,10 +219,4 @@ func (c *Console) consoleAccount(x *pipeline.Exchange, token string) (store.Acco
 		return store.Account{}, c.internal(x, "console token lookup", err)
 	}
 	return acct, nil
-}
-
-// forwardedProto is the scheme the caller used, as the first proxy (API
-// Gateway) recorded it in x-forwarded-proto; lower case, "" when absent.
-func forwardedProto(r *http.Request) string {
-	return strings.ToLower(strings.TrimSpace(strings.Split(r.Header.Get("x-forwarded-proto"), ",")[0]))
 }

@@ -101,6 +101,12 @@ func Internal() *Error {
 		"An internal error occurred. It has been logged against this request_id.", nil)
 }
 
+// ForwardedProto is the scheme the caller used, as the first proxy (API
+// Gateway) recorded it in x-forwarded-proto; lower case, "" when absent.
+func ForwardedProto(r *http.Request) string {
+	return strings.ToLower(strings.TrimSpace(strings.Split(r.Header.Get("x-forwarded-proto"), ",")[0]))
+}
+
 // ErrorsReference is the /docs/errors page of the deployment reached at
 // proto://host. A host that is not a plain host[:port] is not echoed.
 func ErrorsReference(proto, host string) string {

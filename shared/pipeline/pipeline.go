@@ -415,8 +415,6 @@ func (p *Pipeline) route(x *exchange) {
 		p.serveAPI(x, path, false)
 	case path == "/sandbox" || strings.HasPrefix(path, "/sandbox/"):
 		p.serveAPI(x, "/v1"+strings.TrimPrefix(path, "/sandbox"), true)
-	case p.surface(path) != nil:
-		p.surface(path).Serve(&Exchange{x: x, p: p})
 	case path == "/docs/errors" && x.r.Method == http.MethodGet:
 		serveErrorsReference(x.w)
 	case path == "/docs/ai-labels" && x.r.Method == http.MethodGet:
@@ -428,6 +426,10 @@ func (p *Pipeline) route(x *exchange) {
 	case (path == "/openapi.json" || path == "/openapi.yaml") && x.r.Method == http.MethodGet:
 		p.serveOpenAPI(x, strings.HasSuffix(path, ".yaml"))
 	default:
+		if s := p.surface(path); s != nil {
+			s.Serve(&Exchange{x: x, p: p})
+			return
+		}
 		x.fail(registry.PathNotFound(path))
 	}
 }
@@ -451,7 +453,7 @@ func (p *Pipeline) ErrorsURL(r *http.Request) string {
 	if p.cfg.ErrorsURL != "" {
 		return p.cfg.ErrorsURL
 	}
-	proto := forwardedProto(r)
+	proto := envelope.ForwardedProto(r)
 	if proto != "http" && proto != "https" {
 		proto = r.URL.Scheme
 	}
@@ -463,12 +465,6 @@ func (p *Pipeline) ErrorsURL(r *http.Request) string {
 		host = r.URL.Host
 	}
 	return envelope.ErrorsReference(proto, host)
-}
-
-// forwardedProto is the scheme the caller used, as the first proxy (API
-// Gateway) recorded it in x-forwarded-proto; lower case, "" when absent.
-func forwardedProto(r *http.Request) string {
-	return strings.ToLower(strings.TrimSpace(strings.Split(r.Header.Get("x-forwarded-proto"), ",")[0]))
 }
 
 func (p *Pipeline) logRequest(x *exchange, start time.Time) {

@@ -324,7 +324,7 @@ func (s *Service) baseURL(r *http.Request) string {
 	if base, ok := strings.CutSuffix(s.cfg.ErrorsURL, "/docs/errors"); ok && base != "" {
 		return base
 	}
-	proto := strings.ToLower(strings.TrimSpace(strings.Split(r.Header.Get("x-forwarded-proto"), ",")[0]))
+	proto := envelope.ForwardedProto(r)
 	if proto != "http" && proto != "https" {
 		proto = "http"
 		if r.TLS != nil || r.URL.Scheme == "https" {
