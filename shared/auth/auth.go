@@ -86,14 +86,24 @@ func FromRequest(r *http.Request, bearerAllowed bool) Presented {
 	if k := strings.TrimSpace(r.Header.Get("x-api-key")); k != "" {
 		return Presented{Key: k}
 	}
-	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("authorization")), " ")
-	if !ok || !strings.EqualFold(scheme, "bearer") || strings.TrimSpace(token) == "" {
+	token := Bearer(r)
+	if token == "" {
 		return Presented{}
 	}
 	if !bearerAllowed {
 		return Presented{BearerRefused: true}
 	}
-	return Presented{Key: strings.TrimSpace(token), FromBearer: true}
+	return Presented{Key: token, FromBearer: true}
+}
+
+// Bearer is the credential of the request's Authorization: Bearer header
+// (an API key, or a console token), or "".
+func Bearer(r *http.Request) string {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
 }
 
 // secretLike matches anything that could be an API key (mn_) or a console

@@ -180,14 +180,6 @@ func (c *Console) serveConsole(x *pipeline.Exchange, path string) {
 	}
 }
 
-func bearerToken(r *http.Request) string {
-	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("authorization")), " ")
-	if !ok || !strings.EqualFold(scheme, "bearer") {
-		return ""
-	}
-	return strings.TrimSpace(token)
-}
-
 func (c *Console) consoleOverview(x *pipeline.Exchange, acct store.Account) {
 	ctx := x.Request().Context()
 	keys, err := c.cfg.Store.Keys(ctx, acct.ID)

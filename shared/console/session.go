@@ -79,7 +79,7 @@ func servePage(x *pipeline.Exchange, path string) bool {
 // consoleCredential is the console token of the request: Authorization:
 // Bearer (API clients) or else the session cookie (the page).
 func consoleCredential(r *http.Request) (token string, fromCookie bool) {
-	if t := bearerToken(r); t != "" {
+	if t := auth.Bearer(r); t != "" {
 		return t, false
 	}
 	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
