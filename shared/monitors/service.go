@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/meridian-data/meridian/shared/envelope"
@@ -49,10 +48,8 @@ type Config struct {
 // nothing else of the store.
 type Service struct {
 	cfg Config
-	// api is the pipeline the service was given (the first, should it be
-	// given to more than one): its runs go through it.
-	api  pipeline.Runner
-	bind sync.Once
+	// api is the pipeline the service is given to: its runs go through it.
+	api pipeline.Runner
 }
 
 var _ pipeline.Feature = (*Service)(nil)
@@ -72,7 +69,7 @@ func New(cfg Config) *Service {
 // Handlers implements pipeline.Feature: /v1/monitors… when the deployment
 // can schedule monitors.
 func (s *Service) Handlers(r pipeline.Runner) map[string]pipeline.Handler {
-	s.bind.Do(func() { s.api = r })
+	s.api = r
 	if s.cfg.Monitors == nil || s.cfg.Scheduler == nil || s.cfg.Keys == nil {
 		return nil
 	}

@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/meridian-data/meridian/shared/auth"
@@ -56,10 +55,9 @@ type Config struct {
 // Worker runs web jobs and serves their state.
 type Worker struct {
 	cfg Config
-	// api is the pipeline the worker was given (the first, should it be
-	// given to more than one): its jobs' calls go through it.
-	api  pipeline.Runner
-	bind sync.Once
+	// api is the pipeline the worker is given to: its jobs' calls go
+	// through it.
+	api pipeline.Runner
 }
 
 var _ pipeline.Feature = (*Worker)(nil)
@@ -78,7 +76,7 @@ func New(cfg Config) *Worker {
 
 // Handlers implements pipeline.Feature: GET /v1/web/jobs/{id}.
 func (w *Worker) Handlers(r pipeline.Runner) map[string]pipeline.Handler {
-	w.bind.Do(func() { w.api = r })
+	w.api = r
 	if w.cfg.Jobs == nil {
 		return nil
 	}
